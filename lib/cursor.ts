@@ -1,0 +1,150 @@
+import { GgufError, type GgufErrorCode } from './errors.js';
+
+const utf8 = new TextDecoder('utf-8');
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A bounds-checked reader over the file's bytes. Positions are absolute file offsets. Every read
+ * checks the bytes left first, so a field that lies past the end is a TRUNCATED error at the
+ * field's offset, never a RangeError or a read outside the file.
+ */
+export class Cursor {
+  pos = 0;
+  /** GGUF v1 stores counts and lengths as uint32; v2 and later as uint64. */
+  wideCounts = true;
+
+  constructor(
+    readonly view: DataView,
+    /** Size of the whole file; `view` may cover only a prefix of it (a window). */
+    readonly fileSize: number,
+    public littleEndian = true,
+  ) {}
+
+  get bytesLeft(): number {
+    return this.fileSize - this.pos;
+  }
+
+  /** Checks that `n` bytes can be read at the cursor and returns their offset. */
+  take(n: number, what: string): number {
+    const at = this.pos;
+    if (n > this.fileSize - at) {
+      throw new GgufError('TRUNCATED', `file ends inside ${what}`, at);
+    }
+    if (at + n > this.view.byteLength) {
+      throw new GgufError('HEADER_TOO_LARGE', `header does not fit in one window while reading ${what}`, at);
+    }
+    this.pos = at + n;
+    return at;
+  }
+
+  u8(what: string): number {
+    return this.view.getUint8(this.take(1, what));
+  }
+  i8(what: string): number {
+    return this.view.getInt8(this.take(1, what));
+  }
+  u16(what: string): number {
+    return this.view.getUint16(this.take(2, what), this.littleEndian);
+  }
+  i16(what: string): number {
+    return this.view.getInt16(this.take(2, what), this.littleEndian);
+  }
+  u32(what: string): number {
+    return this.view.getUint32(this.take(4, what), this.littleEndian);
+  }
+  i32(what: string): number {
+    return this.view.getInt32(this.take(4, what), this.littleEndian);
+  }
+  f32(what: string): number {
+    return this.view.getFloat32(this.take(4, what), this.littleEndian);
+  }
+  f64(what: string): number {
+    return this.view.getFloat64(this.take(8, what), this.littleEndian);
+  }
+
+  /** uint64 as a number when it is at most 2^53 - 1, as a bigint above. */
+  u64(what: string): number | bigint {
+    const at = this.take(8, what);
+    const [hi, lo] = this.halves(at);
+    if (hi < 0x200000) return hi * 0x100000000 + lo;
+    return (BigInt(hi) << 32n) | BigInt(lo);
+  }
+
+  /** int64 as a number when it is within +-(2^53 - 1), as a bigint beyond. */
+  i64(what: string): number | bigint {
+    const at = this.take(8, what);
+    const value = this.view.getBigInt64(at, this.littleEndian);
+    return value >= -0x1fffffffffffffn && value <= 0x1fffffffffffffn ? Number(value) : value;
+  }
+
+  /** A uint64 that must be a safe integer (a size or offset); larger values fail with `code`. */
+  u64Safe(what: string, code: GgufErrorCode): number {
+    const at = this.pos;
+    const value = this.u64(what);
+    if (typeof value === 'bigint') throw new GgufError(code, `${what} ${value} is too large`, at);
+    return value;
+  }
+
+  /** A count or length: uint32 in GGUF v1, uint64 after. */
+  count(what: string, code: GgufErrorCode = 'BAD_COUNT'): number {
+    return this.wideCounts ? this.u64Safe(what, code) : this.u32(what);
+  }
+
+  /** Width in bytes of a count field in this file's version. */
+  get countSize(): number {
+    return this.wideCounts ? 8 : 4;
+  }
+
+  /** Reads a count or length at an absolute position without moving the cursor (no checks). */
+  countAt(at: number): number {
+    if (!this.wideCounts) return this.view.getUint32(at, this.littleEndian);
+    const [hi, lo] = this.halves(at);
+    return hi * 0x100000000 + lo;
+  }
+
+  /** A GGUF string: its length, then that many UTF-8 bytes. */
+  string(what: string, strict = false): string {
+    const lengthAt = this.pos;
+    const length = this.count(`${what} length`, 'STRING_TOO_LONG');
+    if (length > this.bytesLeft) {
+      throw new GgufError('TRUNCATED', `${what} length ${length} runs past the end of the file`, lengthAt);
+    }
+    const at = this.take(length, what);
+    return decodeUtf8(this.view, at, length, strict);
+  }
+
+  skip(n: number, what: string): void {
+    this.take(n, what);
+  }
+
+  private halves(at: number): [number, number] {
+    const first = this.view.getUint32(at, this.littleEndian);
+    const second = this.view.getUint32(at + 4, this.littleEndian);
+    return this.littleEndian ? [second, first] : [first, second];
+  }
+}
+
+/**
+ * Decodes UTF-8 bytes. Keys are decoded strictly (invalid UTF-8 is BAD_UTF8); values replace
+ * invalid sequences with U+FFFD, as TextDecoder does, so one odd token does not reject a model.
+ */
+export function decodeUtf8(view: DataView, at: number, length: number, strict = false): string {
+  const bytes = new Uint8Array(view.buffer, view.byteOffset + at, length);
+  if (length < 32) {
+    // Short ASCII strings (most keys and tokens) are faster by hand than through TextDecoder.
+    let ascii = '';
+    let i = 0;
+    for (; i < length; i++) {
+      const b = bytes[i]!;
+      if (b >= 0x80) break;
+      ascii += String.fromCharCode(b);
+    }
+    if (i === length) return ascii;
+  }
+  if (!strict) return utf8.decode(bytes);
+  try {
+    return utf8Strict.decode(bytes);
+  } catch {
+    throw new GgufError('BAD_UTF8', 'key is not valid UTF-8', at);
+  }
+}

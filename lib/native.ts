@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The addon's Mapping: one read-only mmap of a whole file (native/addon.cc). */
+export interface NativeMapping {
+  readonly size: number;
+  readonly closed: boolean;
+  /** An external ArrayBuffer over file bytes [offset, offset + length). */
+  window(offset: number, length: number): ArrayBuffer;
+  /** Detaches every window handed out, then unmaps. Idempotent. */
+  close(): void;
+}
+
+interface Addon {
+  Mapping: new (path: string, maxWindow: number) => NativeMapping;
+  liveMappings(): number;
+}
+
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === 'gguf-mmap') return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('gguf-mmap: cannot find the package root to load the native addon');
+    dir = parent;
+  }
+}
+
+/**
+ * Which build of the addon to load: GGUF_MMAP_ADDON if set (CI uses it to test the cmake-js
+ * build), else node-gyp's build/Release, else cmake-js's build-cmake/Release.
+ */
+function resolveAddon(): string {
+  const override = process.env.GGUF_MMAP_ADDON;
+  if (override) return override;
+  const root = packageRoot();
+  const candidates = [join(root, 'build/Release/gguf_mmap.node'), join(root, 'build-cmake/Release/gguf_mmap.node')];
+  const found = candidates.find((p) => existsSync(p));
+  if (found === undefined) {
+    throw new Error(`gguf-mmap: native addon not built (looked for ${candidates.join(', ')}); run npm install`);
+  }
+  return found;
+}
+
+let loaded: { addon: Addon; path: string } | undefined;
+
+function load(): { addon: Addon; path: string } {
+  if (loaded === undefined) {
+    const path = resolveAddon();
+    loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
+  }
+  return loaded;
+}
+
+export function mapFile(path: string, maxWindow: number): NativeMapping {
+  return new (load().addon.Mapping)(path, maxWindow);
+}
+
+/** Mappings not yet unmapped, across every thread of this process. */
+export function liveMappings(): number {
+  return load().addon.liveMappings();
+}
+
+/** Path of the loaded native addon. */
+export function addonPath(): string {
+  return load().path;
+}

@@ -1,0 +1,313 @@
+import { Cursor } from './cursor.js';
+import { GgufError } from './errors.js';
+import { ggmlTypeById, type GgmlType } from './ggml-types.js';
+import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
+
+/** A decoded scalar metadata value. 64-bit integers are bigint only beyond 2^53. */
+export type GgufScalar = number | bigint | boolean | string;
+
+/** Where an array's elements lie; they are decoded only when asked for. */
+export interface ArrayRecord {
+  readonly elementType: GgufValueType;
+  readonly length: number;
+  /** File offset of the first element (after the element type and count). */
+  readonly dataOffset: number;
+  /** Bytes of all elements; for STRING arrays this includes each string's length field. */
+  readonly dataBytes: number;
+}
+
+export interface KvRecord {
+  readonly key: string;
+  readonly type: GgufValueType;
+  /** File offset of the pair, at its key length field. */
+  readonly offset: number;
+  /** Scalars and strings are decoded at open; arrays are not. */
+  readonly value: GgufScalar | undefined;
+  readonly array: ArrayRecord | undefined;
+}
+
+export interface TensorRecord {
+  readonly name: string;
+  readonly type: GgmlType;
+  /** ggml order: ne[0], the innermost dimension, first. */
+  readonly shape: readonly number[];
+  readonly nelements: number;
+  readonly nbytes: number;
+  /** Offset within the data section. */
+  readonly offset: number;
+  /** File offset of this tensor's info record. */
+  readonly infoOffset: number;
+}
+
+export interface GgufLayout {
+  readonly version: number;
+  readonly littleEndian: boolean;
+  readonly alignment: number;
+  /** File offset where the tensor infos end. */
+  readonly headerEnd: number;
+  /** File offset of the data section: headerEnd rounded up to the alignment. */
+  readonly dataOffset: number;
+  readonly fileSize: number;
+  readonly kvs: readonly KvRecord[];
+  readonly tensors: readonly TensorRecord[];
+}
+
+export const DEFAULT_ALIGNMENT = 32;
+export const MAX_DIMS = 4;
+/** ggml's GGML_MAX_NAME: a tensor name and its terminating NUL fit in 64 bytes. */
+export const MAX_TENSOR_NAME_BYTES = 63;
+/** Arrays of arrays deeper than this are rejected rather than recursed into. */
+export const MAX_ARRAY_DEPTH = 8;
+/** Keys and strings longer than this are rejected before anything looks at their bytes. */
+export const MAX_STRING_BYTES = 1 << 30;
+
+const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * Reads the header, metadata and tensor infos of a GGUF file. `view` starts at file offset 0 and
+ * may be shorter than the file (a window of a large mapping); everything read here must lie
+ * inside it. Array elements are walked over, not decoded.
+ */
+export function parseLayout(view: DataView, fileSize: number): GgufLayout {
+  const cur = new Cursor(view, fileSize);
+  const magicAt = cur.take(4, 'magic');
+  const magic = [0, 1, 2, 3].map((i) => view.getUint8(magicAt + i));
+  if (magic.some((b, i) => b !== MAGIC[i])) {
+    const text = String.fromCharCode(...magic.map((b) => (b >= 0x20 && b < 0x7f ? b : 0x3f)));
+    const hint = text === 'FUGG' ? ' (a pre-release GGUF writer stored the magic byte-swapped)' : '';
+    throw new GgufError('BAD_MAGIC', `magic is '${text}', expected 'GGUF'${hint}`, 0);
+  }
+
+  const versionAt = cur.pos;
+  const raw = cur.u32('version');
+  // A version whose low 16 bits are zero was written in the other byte order: v3 big-endian files
+  // read 0x03000000 here. Every number after the magic is then byte-swapped.
+  if (raw !== 0 && (raw & 0xffff) === 0) cur.littleEndian = false;
+  const version = cur.littleEndian ? raw : view.getUint32(versionAt, false);
+  if (version < 1 || version > 3) {
+    throw new GgufError('BAD_VERSION', `unsupported GGUF version ${version}`, versionAt);
+  }
+  cur.wideCounts = version >= 2;
+
+  const tensorCountAt = cur.pos;
+  const tensorCount = cur.count('tensor count');
+  const kvCountAt = cur.pos;
+  const kvCount = cur.count('metadata count');
+  // Smallest possible kv pair: key length, 1 key byte, value type, 1 value byte. Smallest tensor
+  // info: name length, 1 name byte, n_dims, type, offset. Counts that cannot fit are rejected
+  // before anything is allocated for them.
+  const minKv = cur.countSize + 1 + 4 + 1;
+  const minTensor = cur.countSize + 1 + 4 + 4 + 8;
+  if (kvCount * minKv > cur.bytesLeft) {
+    throw new GgufError('BAD_COUNT', `metadata count ${kvCount} cannot fit in the file`, kvCountAt);
+  }
+  if (tensorCount * minTensor + kvCount * minKv > cur.bytesLeft) {
+    throw new GgufError('BAD_COUNT', `tensor count ${tensorCount} cannot fit in the file`, tensorCountAt);
+  }
+
+  const kvs: KvRecord[] = [];
+  const keys = new Set<string>();
+  let alignment = DEFAULT_ALIGNMENT;
+  for (let i = 0; i < kvCount; i++) {
+    const kv = readKv(cur);
+    if (keys.has(kv.key)) throw new GgufError('DUPLICATE_KEY', `duplicate key '${kv.key}'`, kv.offset);
+    keys.add(kv.key);
+    if (kv.key === 'general.alignment') alignment = checkAlignment(kv);
+    kvs.push(kv);
+  }
+
+  const tensors: TensorRecord[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < tensorCount; i++) {
+    const t = readTensorInfo(cur, alignment);
+    if (names.has(t.name)) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${t.name}'`, t.infoOffset);
+    names.add(t.name);
+    tensors.push(t);
+  }
+
+  const headerEnd = cur.pos;
+  const dataOffset = alignUp(headerEnd, alignment);
+  checkTensorPlacement(tensors, dataOffset, fileSize);
+  return { version, littleEndian: cur.littleEndian, alignment, headerEnd, dataOffset, fileSize, kvs, tensors };
+}
+
+export function alignUp(n: number, alignment: number): number {
+  return Math.ceil(n / alignment) * alignment;
+}
+
+function readKv(cur: Cursor): KvRecord {
+  const offset = cur.pos;
+  const key = readName(cur, 'key');
+  if (key.length === 0) throw new GgufError('EMPTY_KEY', 'empty metadata key', offset);
+  const type = readValueType(cur, 'BAD_VALUE_TYPE', `value type of '${key}'`);
+  if (type === 'ARRAY') return { key, type, offset, value: undefined, array: readArray(cur, 1) };
+  return { key, type, offset, value: readScalar(cur, type), array: undefined };
+}
+
+function readName(cur: Cursor, what: string): string {
+  const at = cur.pos;
+  const length = cur.count(`${what} length`, 'STRING_TOO_LONG');
+  if (length > MAX_STRING_BYTES) throw new GgufError('STRING_TOO_LONG', `${what} of ${length} bytes`, at);
+  cur.pos = at;
+  return cur.string(what, true);
+}
+
+function readValueType(cur: Cursor, code: 'BAD_VALUE_TYPE' | 'BAD_ARRAY_TYPE', what: string): GgufValueType {
+  const at = cur.pos;
+  const id = cur.u32(what);
+  const type = GGUF_VALUE_TYPES[id];
+  if (type === undefined) throw new GgufError(code, `${what} is ${id}, not a GGUF value type`, at);
+  return type;
+}
+
+/** Reads one non-array value at the cursor. */
+export function readScalar(cur: Cursor, type: GgufValueType): GgufScalar {
+  switch (type) {
+    case 'UINT8':
+      return cur.u8(type);
+    case 'INT8':
+      return cur.i8(type);
+    case 'UINT16':
+      return cur.u16(type);
+    case 'INT16':
+      return cur.i16(type);
+    case 'UINT32':
+      return cur.u32(type);
+    case 'INT32':
+      return cur.i32(type);
+    case 'FLOAT32':
+      return cur.f32(type);
+    case 'UINT64':
+      return cur.u64(type);
+    case 'INT64':
+      return cur.i64(type);
+    case 'FLOAT64':
+      return cur.f64(type);
+    case 'BOOL': {
+      const at = cur.pos;
+      const byte = cur.u8(type);
+      if (byte > 1) throw new GgufError('BAD_BOOL', `BOOL value is ${byte}, not 0 or 1`, at);
+      return byte === 1;
+    }
+    case 'STRING': {
+      const at = cur.pos;
+      const length = cur.count('string length', 'STRING_TOO_LONG');
+      if (length > MAX_STRING_BYTES) throw new GgufError('STRING_TOO_LONG', `string of ${length} bytes`, at);
+      cur.pos = at;
+      return cur.string('string');
+    }
+    case 'ARRAY':
+      throw new Error('readScalar called on an ARRAY');
+  }
+}
+
+/** Reads an array's element type and count at the cursor and walks over its elements. */
+function readArray(cur: Cursor, depth: number): ArrayRecord {
+  const typeAt = cur.pos;
+  if (depth > MAX_ARRAY_DEPTH) {
+    throw new GgufError('NESTING_TOO_DEEP', `arrays nested deeper than ${MAX_ARRAY_DEPTH}`, typeAt);
+  }
+  const elementType = readValueType(cur, 'BAD_ARRAY_TYPE', 'array element type');
+  const countAt = cur.pos;
+  const length = cur.count('array length');
+  const dataOffset = cur.pos;
+  const fixed = FIXED_VALUE_SIZE[elementType];
+  // Smallest encoding of one element: its fixed size, a string's length field, or an inner
+  // array's type and count.
+  const minElement = fixed ?? (elementType === 'STRING' ? cur.countSize : 4 + cur.countSize);
+  if (length * minElement > cur.bytesLeft) {
+    throw new GgufError('BAD_COUNT', `array of ${length} ${elementType} cannot fit in the file`, countAt);
+  }
+  if (fixed !== undefined) {
+    cur.skip(length * fixed, `${elementType} array`);
+  } else if (elementType === 'STRING') {
+    for (let i = 0; i < length; i++) {
+      const at = cur.pos;
+      const n = cur.count('string length', 'STRING_TOO_LONG');
+      if (n > cur.bytesLeft) throw new GgufError('TRUNCATED', `string length ${n} runs past the end of the file`, at);
+      cur.skip(n, 'string');
+    }
+  } else {
+    for (let i = 0; i < length; i++) readArray(cur, depth + 1);
+  }
+  return { elementType, length, dataOffset, dataBytes: cur.pos - dataOffset };
+}
+
+function checkAlignment(kv: KvRecord): number {
+  if (kv.type !== 'UINT32') {
+    throw new GgufError('BAD_ALIGNMENT', `general.alignment is ${kv.type}, expected UINT32`, kv.offset);
+  }
+  const a = kv.value as number;
+  if (a === 0 || (a & (a - 1)) !== 0) {
+    throw new GgufError('BAD_ALIGNMENT', `general.alignment ${a} is not a power of two`, kv.offset);
+  }
+  return a;
+}
+
+function readTensorInfo(cur: Cursor, alignment: number): TensorRecord {
+  const infoOffset = cur.pos;
+  const nameLength = cur.count('tensor name length', 'BAD_TENSOR_NAME');
+  if (nameLength === 0 || nameLength > MAX_TENSOR_NAME_BYTES) {
+    throw new GgufError('BAD_TENSOR_NAME', `tensor name of ${nameLength} bytes (1 to ${MAX_TENSOR_NAME_BYTES} allowed)`, infoOffset);
+  }
+  cur.pos = infoOffset;
+  const name = cur.string('tensor name', true);
+
+  const dimsAt = cur.pos;
+  const nDims = cur.u32(`n_dims of '${name}'`);
+  if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${name}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
+  const shape: number[] = [];
+  let product = 1n;
+  for (let d = 0; d < nDims; d++) {
+    const at = cur.pos;
+    // v1 stores dimensions as uint32, later versions as int64.
+    const ne = cur.wideCounts ? BigInt(cur.i64(`dimension ${d} of '${name}'`)) : BigInt(cur.u32(`dimension ${d} of '${name}'`));
+    if (ne < 0n) throw new GgufError('BAD_SHAPE', `tensor '${name}' has negative dimension ${ne}`, at);
+    product *= ne;
+    if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${name}' has more than 2^63 elements`, at);
+    shape.push(Number(ne));
+  }
+
+  const typeAt = cur.pos;
+  const typeId = cur.u32(`type of '${name}'`);
+  const type = ggmlTypeById(typeId);
+  if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${name}' has unknown type id ${typeId}`, typeAt);
+  if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${name}' has removed type ${type.name} (id ${typeId})`, typeAt);
+  if ((shape[0] ?? 1) % type.blockSize !== 0) {
+    throw new GgufError('BAD_SHAPE', `tensor '${name}': ne[0] = ${shape[0]} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
+  }
+  const nbytes = (product / BigInt(type.blockSize)) * BigInt(type.typeSize);
+  if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${name}' is more than 2^63 bytes`, dimsAt);
+
+  const offsetAt = cur.pos;
+  const offset = cur.u64(`offset of '${name}'`);
+  if (typeof offset === 'bigint' || nbytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${name}' lies past the end of the file`, offsetAt);
+  }
+  if (offset % alignment !== 0) {
+    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${name}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
+  }
+  return { name, type, shape, nelements: Number(product), nbytes: Number(nbytes), offset, infoOffset };
+}
+
+/** Every tensor's bytes lie inside the file, and no two tensors share a byte. */
+function checkTensorPlacement(tensors: readonly TensorRecord[], dataOffset: number, fileSize: number): void {
+  for (const t of tensors) {
+    if (dataOffset + t.offset + t.nbytes > fileSize) {
+      throw new GgufError(
+        'TENSOR_OUT_OF_BOUNDS',
+        `tensor '${t.name}' (${t.nbytes} bytes at data offset ${t.offset}) ends past the end of the file (${fileSize} bytes)`,
+        t.infoOffset,
+      );
+    }
+  }
+  const byOffset = [...tensors].sort((a, b) => a.offset - b.offset);
+  for (let i = 1; i < byOffset.length; i++) {
+    const prev = byOffset[i - 1]!;
+    const t = byOffset[i]!;
+    if (t.offset < prev.offset + prev.nbytes) {
+      throw new GgufError('TENSOR_OVERLAP', `tensors '${prev.name}' and '${t.name}' overlap`, t.infoOffset);
+    }
+  }
+}

@@ -1,0 +1,106 @@
+import { constants as bufferConstants } from 'node:buffer';
+import { GgufError } from './errors.js';
+import { mapFile, type NativeMapping } from './native.js';
+
+/** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
+export interface Located {
+  readonly buffer: ArrayBuffer;
+  readonly byteOffset: number;
+}
+
+/** The bytes of one GGUF file: an in-memory buffer or a mapping exposed through windows. */
+export interface ByteSource {
+  readonly size: number;
+  /** The file from offset 0, as far as one window reaches; the header must lie inside it. */
+  head(): DataView;
+  /** A buffer holding all of [offset, offset + length); the range is inside the file. */
+  locate(offset: number, length: number): Located;
+  close(): void;
+  readonly closed: boolean;
+}
+
+export class MemorySource implements ByteSource {
+  readonly closed = false;
+  private readonly bytes: Uint8Array;
+
+  constructor(input: ArrayBuffer | ArrayBufferView) {
+    this.bytes = ArrayBuffer.isView(input)
+      ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength)
+      : new Uint8Array(input);
+  }
+
+  get size(): number {
+    return this.bytes.byteLength;
+  }
+  head(): DataView {
+    return new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+  }
+  locate(offset: number): Located {
+    return { buffer: this.bytes.buffer as ArrayBuffer, byteOffset: this.bytes.byteOffset + offset };
+  }
+  close(): void {}
+}
+
+const PAGE = 4096;
+
+/**
+ * A file mapped by the addon. One ArrayBuffer cannot exceed buffer.constants.MAX_LENGTH (4 GiB on
+ * Node 20), so a larger file is seen through windows: a grid of windows of `windowSize` bytes,
+ * each starting half a window after the previous one, so that any range up to half a window lies
+ * wholly inside one of them; a longer range gets a window of its own starting where it starts.
+ */
+export class MappedSource implements ByteSource {
+  readonly size: number;
+  readonly windowSize: number;
+  private readonly stride: number;
+  private readonly mapping: NativeMapping;
+  private readonly windows = new Map<string, ArrayBuffer>();
+
+  constructor(path: string, maxWindowBytes = bufferConstants.MAX_LENGTH) {
+    const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
+    this.mapping = mapFile(path, limit);
+    this.size = this.mapping.size;
+    this.windowSize = this.size <= limit ? this.size : Math.max(PAGE * 2, Math.floor(limit / PAGE) * PAGE);
+    this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
+  }
+
+  get closed(): boolean {
+    return this.mapping.closed;
+  }
+
+  head(): DataView {
+    return new DataView(this.window('grid', 0, Math.min(this.windowSize, this.size)));
+  }
+
+  locate(offset: number, length: number): Located {
+    if (length > this.windowSize) {
+      throw new GgufError(
+        'TENSOR_TOO_LARGE',
+        `${length} bytes do not fit in one ArrayBuffer (at most ${this.windowSize} on this Node.js)`,
+        offset,
+      );
+    }
+    const gridStart = Math.floor(offset / this.stride) * this.stride;
+    if (offset + length <= gridStart + this.windowSize) {
+      const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
+      return { buffer, byteOffset: offset - gridStart };
+    }
+    return { buffer: this.window('own', offset, Math.min(this.windowSize, this.size - offset)), byteOffset: 0 };
+  }
+
+  close(): void {
+    this.mapping.close();
+    this.windows.clear();
+  }
+
+  private window(kind: string, start: number, length: number): ArrayBuffer {
+    if (this.closed) throw new GgufError('CLOSED', 'the file has been closed', start);
+    const key = `${kind}:${start}`;
+    let buffer = this.windows.get(key);
+    if (buffer === undefined) {
+      buffer = this.mapping.window(start, length);
+      this.windows.set(key, buffer);
+    }
+    return buffer;
+  }
+}

@@ -1,0 +1,109 @@
+import { blockAt, type GgufBlock } from './blocks.js';
+import type { GgmlType } from './ggml-types.js';
+import { canView, elementsAt } from './elements.js';
+import type { TensorRecord } from './parse.js';
+import type { ByteSource } from './source.js';
+
+/** The typed view of a tensor's elements; quantized types are raw bytes. */
+export type TensorView =
+  | Float32Array
+  | Float64Array
+  | Uint16Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array;
+
+type ViewConstructor = {
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): TensorView;
+  new (length: number): TensorView;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+// Element views for the plain types; every other type is viewed as bytes.
+const ELEMENT_VIEWS: Readonly<Record<string, ViewConstructor>> = {
+  F32: Float32Array,
+  F16: Uint16Array,
+  BF16: Uint16Array,
+  F64: Float64Array,
+  I8: Int8Array,
+  I16: Int16Array,
+  I32: Int32Array,
+  I64: BigInt64Array,
+};
+
+export class GgufTensor {
+  readonly name: string;
+  /** ggml type name: F32, F16, Q4_K, ... */
+  readonly type: string;
+  readonly typeId: number;
+  readonly ggmlType: GgmlType;
+  /** ggml order: ne[0], the innermost (row) dimension, first. */
+  readonly shape: readonly number[];
+  readonly nelements: number;
+  readonly nbytes: number;
+  /** Offset of the tensor's bytes within the data section. */
+  readonly offset: number;
+  /** Offset of the tensor's bytes within the file. */
+  readonly fileOffset: number;
+  private cachedBytes: Uint8Array | undefined;
+
+  constructor(
+    record: TensorRecord,
+    dataOffset: number,
+    private readonly source: ByteSource,
+    private readonly littleEndian: boolean,
+  ) {
+    this.name = record.name;
+    this.ggmlType = record.type;
+    this.type = record.type.name;
+    this.typeId = record.type.id;
+    this.shape = Object.freeze([...record.shape]);
+    this.nelements = record.nelements;
+    this.nbytes = record.nbytes;
+    this.offset = record.offset;
+    this.fileOffset = dataOffset + record.offset;
+  }
+
+  /** The tensor's bytes as stored: a view of the file's memory, never a copy. */
+  get bytes(): Uint8Array {
+    if (this.cachedBytes === undefined) {
+      if (this.nbytes === 0) return new Uint8Array(0);
+      const { buffer, byteOffset } = this.source.locate(this.fileOffset, this.nbytes);
+      this.cachedBytes = new Uint8Array(buffer, byteOffset, this.nbytes);
+    }
+    return this.cachedBytes;
+  }
+
+  /**
+   * True when `view()` returns a view of the file's memory; false when it must return a copy
+   * (a big-endian file, or data not aligned to the element size).
+   */
+  get zeroCopyView(): boolean {
+    const View = ELEMENT_VIEWS[this.type];
+    return View === undefined || canView(View.BYTES_PER_ELEMENT, this.bytes.byteOffset, this.littleEndian);
+  }
+
+  /**
+   * The elements as a typed array: Float32Array for F32, Uint16Array for F16 and BF16 (raw half
+   * bits), Float64Array, Int8Array, Int16Array, Int32Array, BigInt64Array for F64, I8, I16, I32,
+   * I64, and the raw bytes (Uint8Array) for quantized types. See `zeroCopyView` for when it copies.
+   */
+  view(): TensorView {
+    const View = ELEMENT_VIEWS[this.type];
+    const bytes = this.bytes;
+    if (View === undefined) return bytes;
+    return elementsAt(View, bytes.buffer, bytes.byteOffset, this.nelements, this.littleEndian);
+  }
+
+  /** Number of quantization blocks (elements for plain types). */
+  get nblocks(): number {
+    return this.nelements / this.ggmlType.blockSize;
+  }
+
+  /** Block `index` of a Q4_K or Q6_K tensor, its fields viewing the file's bytes. */
+  block(index: number): GgufBlock {
+    return blockAt(this.type, this.bytes, index, this.fileOffset);
+  }
+}

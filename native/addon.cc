@@ -1,0 +1,132 @@
+// Node-API binding: a Mapping object over a Region, handing out external ArrayBuffers (windows)
+// over parts of it. close() detaches every window before unmapping, so a view kept after close
+// reads as empty instead of touching unmapped memory.
+#include <napi.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "region.h"
+
+namespace gguf_mmap {
+namespace {
+
+Napi::Error MapFailure(Napi::Env env, const MapError& e, const std::string& path) {
+  const char* code = ErrnoName(e.errnum);
+  std::string message = std::string(code) + ": " + (e.detail ? e.detail : std::strerror(e.errnum)) +
+                        ", " + e.syscall + " '" + path + "'";
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", code);
+  error.Set("errno", static_cast<double>(-e.errnum));  // negative, as node's fs errors report it
+  error.Set("syscall", e.syscall);
+  error.Set("path", path);
+  return error;
+}
+
+void FinalizeWindow(napi_env /*env*/, void* /*data*/, void* hint) {
+  static_cast<Region*>(hint)->Release();
+}
+
+class Mapping : public Napi::ObjectWrap<Mapping> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Mapping",
+                       {InstanceAccessor<&Mapping::Size>("size"),
+                        InstanceAccessor<&Mapping::Closed>("closed"),
+                        InstanceMethod<&Mapping::Window>("window"),
+                        InstanceMethod<&Mapping::Close>("close")});
+  }
+
+  // new Mapping(path, maxWindowBytes)
+  explicit Mapping(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Mapping>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
+      throw Napi::TypeError::New(env, "Mapping(path: string, maxWindow: number)");
+    }
+    std::string path = info[0].As<Napi::String>();
+    max_window_ = info[1].As<Napi::Number>().DoubleValue();
+    MapError error{};
+    region_ = Region::MapFile(path.c_str(), &error);
+    if (region_ == nullptr) throw MapFailure(env, error, path);
+  }
+
+  ~Mapping() override {
+    // GC of the Mapping object: drop its hold; windows still reachable keep the memory mapped.
+    if (region_ != nullptr) region_->Release();
+  }
+
+ private:
+  Napi::Value Size(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(region_->size()));
+  }
+
+  Napi::Value Closed(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), region_->unmapped());
+  }
+
+  // window(offset, length): an external ArrayBuffer over bytes [offset, offset + length).
+  Napi::Value Window(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (region_->unmapped()) throw Napi::Error::New(env, "mapping is closed");
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+      throw Napi::TypeError::New(env, "window(offset: number, length: number)");
+    }
+    double offset = info[0].As<Napi::Number>().DoubleValue();
+    double length = info[1].As<Napi::Number>().DoubleValue();
+    double size = static_cast<double>(region_->size());
+    // Checked here rather than left to Node: a failed napi_create_external_arraybuffer has
+    // already run the finalizer, which would release the hold taken below twice.
+    if (!(offset >= 0 && length >= 1 && offset + length <= size && length <= max_window_) ||
+        offset != static_cast<double>(static_cast<size_t>(offset)) ||
+        length != static_cast<double>(static_cast<size_t>(length))) {
+      throw Napi::RangeError::New(env, "window out of range");
+    }
+    uint8_t* start = const_cast<uint8_t*>(region_->data()) + static_cast<size_t>(offset);
+    region_->Retain();
+    napi_value buffer;
+    napi_status status = napi_create_external_arraybuffer(env, start, static_cast<size_t>(length),
+                                                          FinalizeWindow, region_, &buffer);
+    if (status != napi_ok) throw Napi::Error::New(env, "cannot create an ArrayBuffer over the mapping");
+    Napi::ArrayBuffer window(env, buffer);
+    windows_.push_back(Napi::Weak(window));
+    return window;
+  }
+
+  // Detaches every window still alive, then unmaps. Calling it again does nothing.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!region_->unmapped()) {
+      for (auto& ref : windows_) {
+        Napi::ArrayBuffer window = ref.Value();
+        if (!window.IsEmpty() && !window.IsDetached()) window.Detach();
+      }
+      windows_.clear();
+      region_->Unmap();
+    }
+    return env.Undefined();
+  }
+
+  Region* region_ = nullptr;
+  double max_window_ = 0;
+  std::vector<Napi::Reference<Napi::ArrayBuffer>> windows_;
+};
+
+Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("Mapping", Mapping::Define(env));
+  exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
+  return exports;
+}
+
+}  // namespace
+}  // namespace gguf_mmap
+
+static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
+  return gguf_mmap::Init(env, exports);
+}
+
+NODE_API_MODULE(gguf_mmap, InitAddon)

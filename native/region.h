@@ -1,0 +1,51 @@
+// A read-only memory mapping of one whole file, shared by the JS objects that point into it.
+// Pure OS code: no Node-API here, so the lifecycle rules can be read in one place.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gguf_mmap {
+
+struct MapError {
+  int errnum;           // errno value from the failing call
+  const char* syscall;  // "open", "fstat" or "mmap"
+  const char* detail;   // optional message replacing strerror(errnum)
+};
+
+// A Region is unmapped exactly once: by Unmap() (explicit close) or when its last holder releases
+// it, whichever comes first. Holders are the JS Mapping object and every external ArrayBuffer.
+class Region {
+ public:
+  // Maps `path` whole, read-only. On failure returns nullptr and fills `error`.
+  static Region* MapFile(const char* path, MapError* error);
+
+  const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
+  size_t size() const { return size_; }
+  bool unmapped() const { return unmapped_.load(); }
+
+  void Retain() { holders_.fetch_add(1); }
+  // Drops one hold; the last one unmaps (if still mapped) and frees the Region.
+  void Release();
+  // Unmaps now. Callers must first make every JS view unreachable or detached.
+  void Unmap();
+
+  // Regions mapped and not yet unmapped, across every thread of the process.
+  static int64_t LiveCount() { return live_count_.load(); }
+
+ private:
+  Region(void* addr, size_t size) : addr_(addr), size_(size) {}
+  ~Region() = default;
+
+  void* addr_;
+  size_t size_;
+  std::atomic<uint32_t> holders_{1};
+  std::atomic<bool> unmapped_{false};
+  static std::atomic<int64_t> live_count_;
+};
+
+// "ENOENT" for ENOENT, and so on for the errors a file open can give.
+const char* ErrnoName(int errnum);
+
+}  // namespace gguf_mmap
