@@ -94,11 +94,11 @@ export function parseLayout(view: DataView, fileSize: number): GgufLayout {
   const tensorCount = cur.count('tensor count');
   const kvCountAt = cur.pos;
   const kvCount = cur.count('metadata count');
-  // Smallest possible kv pair: key length, 1 key byte, value type, 1 value byte. Smallest tensor
-  // info: name length, 1 name byte, n_dims, type, offset. Counts that cannot fit are rejected
-  // before anything is allocated for them.
-  const minKv = cur.countSize + 1 + 4 + 1;
-  const minTensor = cur.countSize + 1 + 4 + 4 + 8;
+  // Smallest possible kv pair: key length, value type, 1 value byte. Smallest tensor info: name
+  // length, n_dims, type, offset. (Empty keys and names are caught later, with their own codes.)
+  // Counts that cannot fit are rejected before anything is allocated for them.
+  const minKv = cur.countSize + 4 + 1;
+  const minTensor = cur.countSize + 4 + 4 + 8;
   if (kvCount * minKv > cur.bytesLeft) {
     throw new GgufError('BAD_COUNT', `metadata count ${kvCount} cannot fit in the file`, kvCountAt);
   }

@@ -97,11 +97,7 @@ function writeAll(fd: number, bytes: Uint8Array, position: number): void {
 
 export function layoutGguf(spec: GgufWriteSpec): GgufWriteLayout {
   const version = spec.version ?? 3;
-  const alignment = spec.alignment ?? DEFAULT_ALIGNMENT;
-  if (!Number.isInteger(alignment) || alignment < 1 || (alignment & (alignment - 1)) !== 0) {
-    throw new RangeError(`alignment ${alignment} is not a power of two`);
-  }
-  const metadata = metadataEntries(spec.metadata, alignment);
+  const { alignment, metadata } = resolveAlignment(spec);
   const tensors = spec.tensors ?? [];
   const w = new ByteWriter(spec.endian !== 'big');
 
@@ -151,20 +147,27 @@ function resolveType(type: string | number): GgmlType {
   return found;
 }
 
-function metadataEntries(
-  metadata: GgufWriteSpec['metadata'],
-  alignment: number,
-): Array<readonly [string, GgufWriteValue]> {
-  const entries = metadata === undefined ? [] : Symbol.iterator in metadata ? [...(metadata as Iterable<readonly [string, GgufWriteValue]>)] : Object.entries(metadata);
-  const existing = entries.find(([key]) => key === 'general.alignment');
-  if (existing) {
-    if (existing[1].type === 'UINT32' && existing[1].value !== alignment) {
-      throw new RangeError(`general.alignment ${existing[1].value} differs from alignment ${alignment}`);
-    }
-  } else if (alignment !== DEFAULT_ALIGNMENT) {
-    entries.push(['general.alignment', { type: 'UINT32', value: alignment }]);
+const isPowerOfTwo = (n: unknown): n is number => Number.isInteger(n) && (n as number) > 0 && ((n as number) & ((n as number) - 1)) === 0;
+
+/**
+ * The alignment to lay data out with, and the metadata to write. `spec.alignment` adds the key
+ * (unless it is the default); a general.alignment key in the metadata is written as given, and
+ * used for the layout when it is a valid UINT32 (an invalid one is for testing readers).
+ */
+function resolveAlignment(spec: GgufWriteSpec): { alignment: number; metadata: Array<readonly [string, GgufWriteValue]> } {
+  const source = spec.metadata;
+  const metadata = source === undefined ? [] : Symbol.iterator in source ? [...(source as Iterable<readonly [string, GgufWriteValue]>)] : Object.entries(source);
+  const key = metadata.find(([k]) => k === 'general.alignment')?.[1];
+  const fromKey = key?.type === 'UINT32' && isPowerOfTwo(key.value) ? key.value : undefined;
+  if (spec.alignment === undefined) return { alignment: fromKey ?? DEFAULT_ALIGNMENT, metadata };
+  if (!isPowerOfTwo(spec.alignment)) throw new RangeError(`alignment ${spec.alignment} is not a power of two`);
+  if (key !== undefined && fromKey !== spec.alignment) {
+    throw new RangeError(`general.alignment in the metadata differs from alignment ${spec.alignment}`);
   }
-  return entries;
+  if (key === undefined && spec.alignment !== DEFAULT_ALIGNMENT) {
+    metadata.push(['general.alignment', { type: 'UINT32', value: spec.alignment }]);
+  }
+  return { alignment: spec.alignment, metadata };
 }
 
 /** Appends numbers in one byte order and strings as raw UTF-8, growing as needed. */
