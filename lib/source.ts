@@ -76,7 +76,7 @@ export class MappedSource implements ByteSource {
     if (length > this.windowSize) {
       throw new GgufError(
         'TENSOR_TOO_LARGE',
-        `${length} bytes do not fit in one ArrayBuffer (at most ${this.windowSize} on this Node.js)`,
+        `${length} bytes do not fit in one ArrayBuffer window (at most ${this.windowSize} bytes)`,
         offset,
       );
     }

@@ -203,7 +203,8 @@ class ByteWriter {
   private pos = 0;
 
   bytes(b: Uint8Array): void {
-    this.buf.set(b, this.reserve(b.byteLength));
+    const at = this.reserve(b.byteLength); // may regrow this.buf
+    this.buf.set(b, at);
   }
   u32(v: number): void {
     this.at(4).setUint32(this.pos, v, this.le);
