@@ -222,16 +222,48 @@ function readArray(cur: Cursor, depth: number): ArrayRecord {
   if (fixed !== undefined) {
     cur.skip(length * fixed, `${elementType} array`);
   } else if (elementType === 'STRING') {
-    for (let i = 0; i < length; i++) {
-      const at = cur.pos;
-      const n = cur.count('string length', 'STRING_TOO_LONG');
-      if (n > cur.bytesLeft) throw new GgufError('TRUNCATED', `string length ${n} runs past the end of the file`, at);
-      cur.skip(n, 'string');
-    }
+    skipStrings(cur, length);
   } else {
     for (let i = 0; i < length; i++) readArray(cur, depth + 1);
   }
   return { elementType, length, dataOffset, dataBytes: cur.pos - dataOffset };
+}
+
+/**
+ * Walks over `count` strings. This is the hot loop of opening a model (tokens and merges are
+ * ~100k strings), so it reads the length fields directly and leaves every error to the
+ * cursor's checked reads, which it re-runs at the first field that looks wrong.
+ */
+function skipStrings(cur: Cursor, count: number): void {
+  const { view, littleEndian } = cur;
+  const width = cur.countSize;
+  const limit = Math.min(cur.fileSize, view.byteLength);
+  let pos = cur.pos;
+  for (let i = 0; i < count; i++) {
+    if (pos + width > limit) break;
+    let n: number;
+    if (width === 4) {
+      n = view.getUint32(pos, littleEndian);
+    } else {
+      const high = view.getUint32(littleEndian ? pos + 4 : pos, littleEndian);
+      if (high !== 0) break; // a string of 4 GiB or more: let the checked path report it
+      n = view.getUint32(littleEndian ? pos : pos + 4, littleEndian);
+    }
+    if (pos + width + n > limit) break;
+    pos += width + n;
+    if (i === count - 1) {
+      cur.pos = pos;
+      return;
+    }
+  }
+  if (count === 0) return;
+  // Something is wrong at `pos`: the checked reads throw the right error with the right offset.
+  cur.pos = pos;
+  const at = cur.pos;
+  const n = cur.count('string length', 'STRING_TOO_LONG');
+  if (n > cur.bytesLeft) throw new GgufError('TRUNCATED', `string length ${n} runs past the end of the file`, at);
+  cur.skip(n, 'string');
+  throw new Error(`unreachable: string at ${at} read back as valid`);
 }
 
 function checkAlignment(kv: KvRecord): number {

@@ -80,8 +80,10 @@ export class MappedSource implements ByteSource {
         offset,
       );
     }
-    const gridStart = Math.floor(offset / this.stride) * this.stride;
-    if (offset + length <= gridStart + this.windowSize) {
+    // The first grid window that reaches the range's end; it holds the range if it starts by its
+    // start. A file that fits in one window always uses window 0.
+    const gridStart = Math.max(0, Math.ceil((offset + length - this.windowSize) / this.stride)) * this.stride;
+    if (gridStart <= offset) {
       const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
       return { buffer, byteOffset: offset - gridStart };
     }

@@ -1,0 +1,98 @@
+import { join } from 'node:path';
+
+import { beforeAll, describe, expect, it } from 'vitest';
+import { openGguf, type Q4KBlock } from '../../lib/index.js';
+import { ensureTinyllamaShaped, N_MERGES, N_VOCAB } from '../../scripts/tinyllama-shape.js';
+import { findTinyllama } from '../../scripts/tinyllama.js';
+import { DIST_INDEX, runChild } from '../helpers/child.js';
+import { tempDir } from '../helpers/tmp.js';
+
+// The real model when one is at hand (GGUF_TINYLLAMA, or the cache `npm run fetch:tinyllama`
+// fills); otherwise a generated file of the same shape.
+const real = findTinyllama();
+let path: string;
+
+beforeAll(() => {
+  if (real === undefined) {
+    console.warn('TinyLlama not found (set GGUF_TINYLLAMA or run npm run fetch:tinyllama): using a generated file of its shape');
+    path = ensureTinyllamaShaped(join(tempDir(), 'tinyllama-shaped.gguf'));
+  } else {
+    path = real;
+  }
+});
+
+const PER_BLOCK = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_up', 'ffn_down'];
+
+describe(`TinyLlama 1.1B Q4_K_M (${real === undefined ? 'generated shape' : 'real file'})`, () => {
+  it('has the structure of the model', () => {
+    using g = openGguf(path);
+    expect(g.fileSize).toBeGreaterThan(660e6);
+    expect(g.fileSize).toBeLessThan(680e6);
+    expect(g.metadata.get('general.architecture')).toBe('llama');
+    expect(g.metadata.get('llama.block_count')).toBe(22);
+    expect(g.metadata.get('llama.embedding_length')).toBe(2048);
+    expect(g.metadata.get('llama.attention.head_count_kv')).toBe(4);
+    expect(g.metadata.get('general.file_type')).toBe(15);
+    expect(g.metadata.array('tokenizer.ggml.tokens')!.length).toBe(N_VOCAB);
+    expect(g.metadata.array('tokenizer.ggml.merges')!.length).toBe(N_MERGES);
+    expect(g.metadata.array('tokenizer.ggml.tokens')!.at(1)).toBe('<s>');
+    expect((g.metadata.get('tokenizer.ggml.scores') as Float32Array).length).toBe(N_VOCAB);
+
+    expect(g.tensors).toHaveLength(201);
+    expect(g.tensor('token_embd.weight')).toMatchObject({ type: 'Q4_K', shape: [2048, 32000] });
+    expect(g.tensor('output.weight')).toMatchObject({ type: 'Q6_K', shape: [2048, 32000] });
+    expect(g.tensor('output_norm.weight')).toMatchObject({ type: 'F32', shape: [2048] });
+    for (let i = 0; i < 22; i++) {
+      for (const part of PER_BLOCK) {
+        const t = g.tensor(`blk.${i}.${part}.weight`);
+        expect(t, `blk.${i}.${part}`).toBeDefined();
+        expect(part.endsWith('norm') ? ['F32'] : ['Q4_K', 'Q6_K'], `blk.${i}.${part}`).toContain(t!.type);
+      }
+    }
+    const q6 = g.tensors.filter((t) => t.type === 'Q6_K').map((t) => t.name);
+    expect(q6.length).toBeGreaterThan(1);
+    expect(q6.every((n) => n === 'output.weight' || /attn_v|ffn_down/.test(n))).toBe(true);
+  });
+
+  it('tensor views share one mapping, with nothing copied', () => {
+    using g = openGguf(path);
+    const buffer = g.tensors[0]!.bytes.buffer;
+    expect(buffer.byteLength).toBe(g.fileSize);
+    for (const t of g.tensors) expect(t.bytes.buffer, t.name).toBe(buffer);
+    const norm = g.tensor('output_norm.weight')!.view() as Float32Array;
+    expect(norm).toBeInstanceOf(Float32Array);
+    expect(norm.buffer).toBe(buffer);
+    expect(norm.every(Number.isFinite)).toBe(true);
+    if (real === undefined) expect(norm.every((v) => v === 1)).toBe(true);
+    const block = g.tensor('token_embd.weight')!.block(31999 * 8) as Q4KBlock;
+    expect([block.scales.length, block.qs.length, block.qs.buffer === buffer]).toEqual([12, 128, true]);
+    expect(Number.isFinite(block.d) && Number.isFinite(block.dmin)).toBe(true);
+  });
+
+  it('opening grows memory by a few MB at most', () => {
+    const r = runChild(
+      `
+      import { openGguf } from ${JSON.stringify(DIST_INDEX)};
+      const settle = () => { globalThis.gc(); globalThis.gc(); };
+      openGguf(${JSON.stringify(path)}).close(); // load the addon and warm up
+      settle();
+      const before = process.memoryUsage();
+      const g = openGguf(${JSON.stringify(path)});
+      const kept = [g.tensors.length, g.metadata.size];
+      settle();
+      const after = process.memoryUsage();
+      // process.memoryUsage().external counts the mapped length (V8 accounts external ArrayBuffers
+      // by size); it is address space, not memory. Resident memory and the JS heap are what grow.
+      console.log(JSON.stringify({ kept, rss: (after.rss - before.rss) / 2 ** 20, heap: (after.heapUsed - before.heapUsed) / 2 ** 20 }));
+      g.close();
+    `,
+      ['--expose-gc'],
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const { kept, rss, heap } = r.result as { kept: number[]; rss: number; heap: number };
+    expect(kept[0]).toBe(201);
+    expect(rss).toBeLessThan(8);
+    expect(heap).toBeLessThan(4);
+  });
+});
+
