@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "gguf_mmap",
-      "sources": ["native/addon.cc", "native/region.cc"],
+      "sources": ["native/addon.cc", "native/region.cc", "native/string_walk.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],

@@ -1,5 +1,6 @@
 import { GgufMetadata } from './metadata.js';
-import { parseLayout } from './parse.js';
+import { GgufError } from './errors.js';
+import { parseLayout, type GgufLayout } from './parse.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
 
@@ -28,8 +29,7 @@ export class GgufFile implements Disposable {
   private readonly byName: Map<string, GgufTensor>;
 
   constructor(private readonly source: ByteSource) {
-    const view = source.head();
-    const layout = parseLayout(view, source.size);
+    const { view, layout } = readHeader(source);
     this.version = layout.version;
     this.endian = layout.littleEndian ? 'little' : 'big';
     this.alignment = layout.alignment;
@@ -64,6 +64,20 @@ export class GgufFile implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** Parses the header through the source's head window, growing it while the header runs past. */
+function readHeader(source: ByteSource): { view: DataView; layout: GgufLayout } {
+  let view = source.head()!;
+  for (;;) {
+    try {
+      return { view, layout: parseLayout(view, source.size) };
+    } catch (error) {
+      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(view.byteLength * 4) : undefined;
+      if (longer === undefined) throw error;
+      view = longer;
+    }
   }
 }
 

@@ -16,6 +16,7 @@ export interface NativeMapping {
 interface Addon {
   Mapping: new (path: string, maxWindow: number) => NativeMapping;
   liveMappings(): number;
+  skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
 }
 
 function packageRoot(): string {
@@ -62,6 +63,14 @@ export function mapFile(path: string, maxWindow: number): NativeMapping {
 /** Mappings not yet unmapped, across every thread of this process. */
 export function liveMappings(): number {
   return load().addon.liveMappings();
+}
+
+/**
+ * Steps over `count` GGUF strings (length fields of `width` bytes) at `pos` in `view`: returns the
+ * offset past the last, or -1 - the offset of the first length field that does not fit the view.
+ */
+export function walkStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number {
+  return load().addon.skipStrings(view, pos, count, width, littleEndian);
 }
 
 /** Path of the loaded native addon. */

@@ -1,4 +1,5 @@
 import { Cursor } from './cursor.js';
+import { walkStrings } from './native.js';
 import { GgufError } from './errors.js';
 import { ggmlTypeById, type GgmlType } from './ggml-types.js';
 import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
@@ -231,38 +232,21 @@ function readArray(cur: Cursor, depth: number): ArrayRecord {
 
 /**
  * Walks over `count` strings. This is the hot loop of opening a model (tokens and merges are
- * ~100k strings), so it reads the length fields directly and leaves every error to the
- * cursor's checked reads, which it re-runs at the first field that looks wrong.
+ * ~100k strings, each length saying where the next starts), so the addon does it; at the first
+ * length field that does not fit, the cursor's checked reads run again to report the right error
+ * at the right offset.
  */
 function skipStrings(cur: Cursor, count: number): void {
-  const { view, littleEndian } = cur;
-  const width = cur.countSize;
-  const limit = Math.min(cur.fileSize, view.byteLength);
-  let pos = cur.pos;
-  for (let i = 0; i < count; i++) {
-    if (pos + width > limit) break;
-    let n: number;
-    if (width === 4) {
-      n = view.getUint32(pos, littleEndian);
-    } else {
-      const high = view.getUint32(littleEndian ? pos + 4 : pos, littleEndian);
-      if (high !== 0) break; // a string of 4 GiB or more: let the checked path report it
-      n = view.getUint32(littleEndian ? pos : pos + 4, littleEndian);
-    }
-    if (pos + width + n > limit) break;
-    pos += width + n;
-    if (i === count - 1) {
-      cur.pos = pos;
-      return;
-    }
+  const end = walkStrings(cur.view, cur.pos, count, cur.countSize, cur.littleEndian);
+  if (end >= 0) {
+    cur.pos = end;
+    return;
   }
-  if (count === 0) return;
-  // Something is wrong at `pos`: the checked reads throw the right error with the right offset.
-  cur.pos = pos;
-  const at = cur.pos;
+  const at = -1 - end;
+  cur.pos = at;
   const n = cur.count('string length', 'STRING_TOO_LONG');
   if (n > cur.bytesLeft) throw new GgufError('TRUNCATED', `string length ${n} runs past the end of the file`, at);
-  cur.skip(n, 'string');
+  cur.skip(n, 'string'); // past the window but inside the file: HEADER_TOO_LARGE
   throw new Error(`unreachable: string at ${at} read back as valid`);
 }
 

@@ -11,8 +11,12 @@ export interface Located {
 /** The bytes of one GGUF file: an in-memory buffer or a mapping exposed through windows. */
 export interface ByteSource {
   readonly size: number;
-  /** The file from offset 0, as far as one window reaches; the header must lie inside it. */
-  head(): DataView;
+  /**
+   * The file from offset 0, at least `minLength` bytes of it where the file and the window size
+   * allow; undefined when it cannot be longer than `minLength` asks past. The header must lie
+   * inside it.
+   */
+  head(minLength?: number): DataView | undefined;
   /** A buffer holding all of [offset, offset + length); the range is inside the file. */
   locate(offset: number, length: number): Located;
   close(): void;
@@ -32,7 +36,8 @@ export class MemorySource implements ByteSource {
   get size(): number {
     return this.bytes.byteLength;
   }
-  head(): DataView {
+  head(minLength = 0): DataView | undefined {
+    if (minLength > this.bytes.byteLength) return undefined;
     return new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
   locate(offset: number): Located {
@@ -42,10 +47,16 @@ export class MemorySource implements ByteSource {
 }
 
 const PAGE = 4096;
+/**
+ * The header is read through a window of its own, a few MiB, grown when a header is longer.
+ * V8 counts every ArrayBuffer's length as external memory and schedules full GCs by it, so a
+ * window over the whole model at open would make every open pay for a mark-compact.
+ */
+const HEAD_BYTES = 4 << 20;
 
 /**
  * A file mapped by the addon. One ArrayBuffer cannot exceed buffer.constants.MAX_LENGTH (4 GiB on
- * Node 20), so a larger file is seen through windows: a grid of windows of `windowSize` bytes,
+ * Node 20), so tensors are seen through windows, created when first needed: a grid of windows of `windowSize` bytes,
  * each starting half a window after the previous one, so that any range up to half a window lies
  * wholly inside one of them; a longer range gets a window of its own starting where it starts.
  */
@@ -55,6 +66,7 @@ export class MappedSource implements ByteSource {
   private readonly stride: number;
   private readonly mapping: NativeMapping;
   private readonly windows = new Map<string, ArrayBuffer>();
+  private headLength = 0;
 
   constructor(path: string, maxWindowBytes = bufferConstants.MAX_LENGTH) {
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
@@ -68,8 +80,12 @@ export class MappedSource implements ByteSource {
     return this.mapping.closed;
   }
 
-  head(): DataView {
-    return new DataView(this.window('grid', 0, Math.min(this.windowSize, this.size)));
+  head(minLength = HEAD_BYTES): DataView | undefined {
+    const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
+    if (length <= this.headLength) return undefined; // cannot grow past what we have
+    this.windows.delete(`head:0`);
+    this.headLength = length;
+    return new DataView(this.window('head', 0, length));
   }
 
   locate(offset: number, length: number): Located {

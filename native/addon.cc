@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "region.h"
+#include "string_walk.h"
 
 namespace gguf_mmap {
 namespace {
@@ -116,7 +117,28 @@ Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
 }
 
+// skipStrings(view: DataView, pos, count, width, littleEndian): the offset just past `count`
+// strings at `pos`, or -1 - offset of the first length field that does not fit in the view.
+Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 5 || !info[0].IsDataView()) throw Napi::TypeError::New(env, "skipStrings(view, pos, count, width, littleEndian)");
+  Napi::DataView view = info[0].As<Napi::DataView>();
+  double pos = info[1].As<Napi::Number>().DoubleValue();
+  double count = info[2].As<Napi::Number>().DoubleValue();
+  int width = info[3].As<Napi::Number>().Int32Value();
+  bool little_endian = info[4].As<Napi::Boolean>().Value();
+  size_t limit = view.ByteLength();
+  if (!(pos >= 0 && pos <= static_cast<double>(limit)) || !(count >= 0) || (width != 4 && width != 8)) {
+    throw Napi::RangeError::New(env, "skipStrings: bad arguments");
+  }
+  const uint8_t* base = static_cast<const uint8_t*>(view.Data());
+  size_t end = 0;
+  bool ok = SkipStrings(base, limit, static_cast<size_t>(pos), static_cast<uint64_t>(count), width, little_endian, &end);
+  return Napi::Number::New(env, ok ? static_cast<double>(end) : -1.0 - static_cast<double>(end));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   return exports;

@@ -94,3 +94,19 @@ describe('files larger than one ArrayBuffer', () => {
     expect(() => openGguf(path, { maxWindowBytes: 64 * 1024 })).toThrow(expect.objectContaining({ code: 'HEADER_TOO_LARGE' }));
   });
 });
+
+describe('the header window', () => {
+  it('grows to read a header longer than its first few MiB', () => {
+    const dir = tempDir();
+    const path = join(dir, 'longheader.gguf');
+    const tokens = Array.from({ length: 400_000 }, (_, i) => `token-number-${i}`); // ~9 MiB of header
+    writeGgufFile(path, {
+      metadata: { tokens: { type: 'ARRAY', arrayType: 'STRING', value: tokens } },
+      tensors: [{ name: 'w', type: 'F32', shape: [4], data: f32(4, (i) => i + 1) }],
+    });
+    using g = openGguf(path);
+    expect(g.dataOffset).toBeGreaterThan(8 << 20);
+    expect(g.metadata.array('tokens')!.at(-1)).toBe('token-number-399999');
+    expect(Array.from(g.tensor('w')!.view())).toEqual([1, 2, 3, 4]);
+  });
+});
