@@ -106,7 +106,7 @@ describe('mapping lifecycle', () => {
       })),
     );
     expect(results).toEqual([true, true, true, true]);
-    expect(Array.from(g.tensor('b').view())).toEqual(new Array(8).fill(7));
+    expect(Array.from(g.tensor('b')!.view() as Float32Array)).toEqual(new Array(8).fill(7));
     await Promise.all(workers.map((w) => w.terminate()));
     g.close();
     expect(liveMappings()).toBe(0);
