@@ -47,6 +47,18 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
     expect(failure(full.subarray(0, full.length - 1))).toEqual({ code: 'TRUNCATED', offset: full.length - 5 - 8 });
   });
 
+  it('a string array cut short reports the string whose length runs past the end', () => {
+    const words = ['alpha', 'beta', 'gamma', 'delta'];
+    for (const endian of ['little', 'big'] as const) {
+      const full = encodeGguf({ endian, metadata: { a: { type: 'ARRAY', arrayType: 'STRING', value: words } } });
+      // Elements start at 49 (key 'a', type, element type, count); each is an 8-byte length + bytes.
+      const starts = [49, 49 + 13, 49 + 13 + 12, 49 + 13 + 12 + 13];
+      expect(failure(full.subarray(0, full.length - 1)), endian).toEqual({ code: 'TRUNCATED', offset: starts[3] });
+      expect(failure(full.subarray(0, starts[2]! + 12)), endian).toEqual({ code: 'TRUNCATED', offset: starts[2] });
+      expect(failure(patch(full, endian === 'little' ? starts[1]! + 4 : starts[1]!, [1])), endian).toMatchObject({ offset: starts[1] });
+    }
+  });
+
   it('counts that cannot fit in the file are rejected before anything is allocated', () => {
     expect(failure(patch(oneKv({}), 16, u64le(1n << 60n)))).toEqual({ code: 'BAD_COUNT', offset: 16 });
     expect(failure(patch(oneKv({}), 8, u64le(1n << 40n)))).toEqual({ code: 'BAD_COUNT', offset: 8 });
