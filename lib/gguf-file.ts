@@ -40,6 +40,7 @@ export class GgufFile implements Disposable {
       fileSize: layout.fileSize,
       littleEndian: layout.littleEndian,
       wideCounts: layout.version >= 2,
+      closed: () => source.closed,
     });
     this.tensors = Object.freeze(layout.tensors.map((t) => new GgufTensor(t, layout.dataOffset, source, layout.littleEndian)));
     this.byName = new Map(this.tensors.map((t) => [t.name, t]));

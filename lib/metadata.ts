@@ -1,5 +1,6 @@
 import { Cursor, decodeUtf8 } from './cursor.js';
 import { elementsAt } from './elements.js';
+import { GgufError } from './errors.js';
 import { readScalar, type ArrayRecord, type GgufScalar, type KvRecord } from './parse.js';
 import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
 
@@ -54,6 +55,8 @@ export interface FileBytes {
   readonly littleEndian: boolean;
   /** GGUF v2 and later: uint64 counts and lengths. */
   readonly wideCounts: boolean;
+  /** Whether the bytes are gone (the file was closed). */
+  readonly closed: () => boolean;
 }
 
 
@@ -95,7 +98,7 @@ export class GgufArray {
     const { elementType: type, length, dataOffset } = this.record;
     const Typed = TYPED_ARRAYS[type];
     if (Typed !== undefined) {
-      const view = this.file.view;
+      const view = this.cursorAt(dataOffset).view;
       return elementsAt(Typed, view.buffer, view.byteOffset + dataOffset, length, this.file.littleEndian);
     }
     const cur = this.cursorAt(dataOffset);
@@ -110,6 +113,7 @@ export class GgufArray {
   }
 
   private cursorAt(offset: number): Cursor {
+    if (this.file.closed()) throw new GgufError('CLOSED', 'metadata array read after close()', offset);
     return cursorAt(this.file, offset);
   }
 

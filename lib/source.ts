@@ -76,9 +76,8 @@ export class MappedSource implements ByteSource {
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }
 
-  get closed(): boolean {
-    return this.mapping.closed;
-  }
+  /** Kept in JS: checked on every tensor access, where a call into the addon would cost more. */
+  closed = false;
 
   head(minLength = HEAD_BYTES): DataView | undefined {
     const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
@@ -107,6 +106,7 @@ export class MappedSource implements ByteSource {
   }
 
   close(): void {
+    this.closed = true;
     this.mapping.close();
     this.windows.clear();
   }

@@ -1,6 +1,7 @@
 import { blockAt, type GgufBlock } from './blocks.js';
 import type { GgmlType } from './ggml-types.js';
 import { canView, elementsAt } from './elements.js';
+import { GgufError } from './errors.js';
 import type { TensorRecord } from './parse.js';
 import type { ByteSource } from './source.js';
 
@@ -68,6 +69,7 @@ export class GgufTensor {
 
   /** The tensor's bytes as stored: a view of the file's memory, never a copy. */
   get bytes(): Uint8Array {
+    if (this.source.closed) throw new GgufError('CLOSED', `tensor '${this.name}' read after close()`, this.fileOffset);
     if (this.cachedBytes === undefined) {
       if (this.nbytes === 0) return new Uint8Array(0);
       const { buffer, byteOffset } = this.source.locate(this.fileOffset, this.nbytes);

@@ -27,8 +27,8 @@ describe('mapping lifecycle', () => {
       const before = [view[0], bytes.length, scores[3], liveMappings()];
       g.close();
       g.close();
-      let later;
-      try { g.tensor('b').bytes; } catch (e) { later = e instanceof GgufError ? e.code : String(e); }
+      const code = (f) => { try { f(); return 'no error'; } catch (e) { return e instanceof GgufError ? e.code : String(e); } };
+      const later = [code(() => g.tensor('b').bytes), code(() => g.tensor('a').view()), code(() => g.metadata.get('vals')), code(() => g.metadata.array('vals').at(0))];
       const after = [view[0] ?? null, view.length, bytes[0] ?? null, bytes.length, scores.length, liveMappings(), g.closed];
       let threw = null;
       try { view.subarray(0, 1); view.fill(0); } catch (e) { threw = e.constructor.name; }
@@ -39,7 +39,7 @@ describe('mapping lifecycle', () => {
     expect(r.result).toEqual({
       before: [1, 16, 4, 1],
       after: [null, 0, null, 0, 0, 0, true],
-      later: 'CLOSED',
+      later: ['CLOSED', 'CLOSED', 'CLOSED', 'CLOSED'],
       // Methods of a typed array over a detached buffer throw TypeError; indexing gives undefined.
       threw: 'TypeError',
     });
