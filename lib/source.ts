@@ -76,8 +76,11 @@ export class MappedSource implements ByteSource {
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }
 
-  /** Kept in JS: checked on every tensor access, where a call into the addon would cost more. */
-  closed = false;
+  // Kept in JS: checked on every tensor access, where a call into the addon would cost more.
+  private isClosed = false;
+  get closed(): boolean {
+    return this.isClosed;
+  }
 
   head(minLength = HEAD_BYTES): DataView | undefined {
     const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
@@ -106,7 +109,7 @@ export class MappedSource implements ByteSource {
   }
 
   close(): void {
-    this.closed = true;
+    this.isClosed = true;
     this.mapping.close();
     this.windows.clear();
   }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -161,8 +162,13 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
     const dir = tempDir();
     const empty = join(dir, 'empty.gguf');
     writeFileSync(empty, '');
-    for (const [path, code] of [[join(dir, 'missing.gguf'), 'ENOENT'], [dir, 'EISDIR'], [empty, 'EINVAL'], ['/dev/null', 'ENODEV']] as const) {
-      expect(() => openGguf(path), path).toThrow(expect.objectContaining({ code, path }));
+    const cases: Array<[string, string]> = [[join(dir, 'missing.gguf'), 'ENOENT'], [dir, 'EISDIR'], [empty, 'EINVAL'], ['/dev/null', 'ENODEV']];
+    // A FIFO must be refused at once, not block waiting for a writer.
+    const fifo = join(dir, 'fifo.gguf');
+    if (spawnSync('mkfifo', [fifo]).status === 0) cases.push([fifo, 'ENODEV']);
+    for (const [path, code] of cases) {
+      expect(() => openGguf(path), path).toThrow(expect.objectContaining({ code, path, syscall: expect.any(String) }));
     }
+    expect(cases.length).toBeGreaterThanOrEqual(4);
   });
 });
