@@ -95,13 +95,6 @@ export class Cursor {
     return this.wideCounts ? 8 : 4;
   }
 
-  /** Reads a count or length at an absolute position without moving the cursor (no checks). */
-  countAt(at: number): number {
-    if (!this.wideCounts) return this.view.getUint32(at, this.littleEndian);
-    const [hi, lo] = this.halves(at);
-    return hi * 0x100000000 + lo;
-  }
-
   /** A GGUF string: its length, then that many UTF-8 bytes. */
   string(what: string, strict = false): string {
     const lengthAt = this.pos;
