@@ -36,8 +36,11 @@ export interface GgufWriteTensor {
 }
 
 export interface GgufWriteSpec {
-  /** 2 or 3 (the default); both share one layout. */
-  version?: 2 | 3;
+  /**
+   * 3 (the default) or 2, which share one layout; or 1, the first GGUF, whose counts, lengths and
+   * tensor dimensions are uint32.
+   */
+  version?: 1 | 2 | 3;
   endian?: 'little' | 'big';
   /**
    * Data alignment, a power of two. Written as general.alignment unless it is the default (32)
@@ -99,12 +102,12 @@ export function layoutGguf(spec: GgufWriteSpec): GgufWriteLayout {
   const version = spec.version ?? 3;
   const { alignment, metadata } = resolveAlignment(spec);
   const tensors = spec.tensors ?? [];
-  const w = new ByteWriter(spec.endian !== 'big');
+  const w = new ByteWriter(spec.endian !== 'big', version >= 2);
 
   w.bytes(new TextEncoder().encode('GGUF'));
   w.u32(version);
-  w.u64(tensors.length);
-  w.u64(metadata.length);
+  w.count(tensors.length);
+  w.count(metadata.length);
   for (const [key, value] of metadata) {
     w.string(key);
     w.u32(valueTypeId(value.type));
@@ -126,7 +129,7 @@ export function layoutGguf(spec: GgufWriteSpec): GgufWriteLayout {
     }
     w.string(t.name);
     w.u32(t.shape.length);
-    for (const ne of t.shape) w.i64(ne);
+    for (const ne of t.shape) w.dim(ne);
     w.u32(t.forgeTypeId ?? type.id);
     w.u64(t.forgeOffset ?? dataSize);
     tensorOffsets.push(dataSize);
@@ -177,7 +180,11 @@ class ByteWriter {
   length = 0;
   private readonly encoder = new TextEncoder();
 
-  constructor(private readonly le: boolean) {}
+  constructor(
+    private readonly le: boolean,
+    /** v2 and later: uint64 counts, lengths and dimensions; v1: uint32. */
+    private readonly wide: boolean,
+  ) {}
 
   finish(): Uint8Array {
     return this.buf.slice(0, this.length);
@@ -215,9 +222,17 @@ class ByteWriter {
   i64(v: number | bigint): void {
     this.at(8).setBigInt64(this.pos, BigInt(v), this.le);
   }
+  count(n: number): void {
+    if (this.wide) this.u64(n);
+    else this.u32(n);
+  }
+  dim(ne: number): void {
+    if (this.wide) this.i64(ne);
+    else this.u32(ne);
+  }
   string(s: string): void {
     const encoded = this.encoder.encode(s);
-    this.u64(encoded.byteLength);
+    this.count(encoded.byteLength);
     this.bytes(encoded);
   }
 
@@ -245,7 +260,7 @@ class ByteWriter {
 
   array(a: GgufWriteArray): void {
     this.u32(valueTypeId(a.arrayType));
-    this.u64(a.value.length);
+    this.count(a.value.length);
     for (let i = 0; i < a.value.length; i++) this.scalar(a.arrayType, a.value[i]);
   }
 }

@@ -102,10 +102,35 @@ describe('writer round trips', () => {
     }
   }
 
-  it('writes version 2 files with the same layout', () => {
-    const g = parseGguf(encodeGguf({ version: 2, metadata: { a: { type: 'STRING', value: 'b' } } }));
-    expect(g.version).toBe(2);
-    expect(g.metadata.get('a')).toBe('b');
+  for (const version of [1, 2] as const) {
+    for (const endian of ['little', 'big'] as const) {
+      it(`version ${version} files, ${endian}-endian: every value type and tensors`, () => {
+        const tensors = everyTypeTensors();
+        const bytes = encodeGguf({ version, endian, metadata: METADATA.map(([k, v]) => [k, v] as const), tensors });
+        const g = parseGguf(bytes);
+        expect(g.version).toBe(version);
+        for (const [key, , expected] of METADATA) expect(g.metadata.get(key), key).toEqual(expected);
+        expect(g.metadata.array('arr.string')!.at(-1)).toBe('ü');
+        for (const [i, t] of g.tensors.entries()) {
+          expect(t.shape).toEqual(tensors[i]!.shape);
+          expect(t.bytes).toEqual(tensors[i]!.data);
+        }
+      });
+    }
+  }
+
+  it('version 1 stores counts, lengths and dimensions as uint32', () => {
+    const v1 = encodeGguf({ version: 1, metadata: { a: { type: 'STRING', value: 'b' } }, tensors: [{ name: 't', type: 'I8', shape: [2, 3] }] });
+    const dv = new DataView(v1.buffer);
+    const u32s = (at: number, n: number) => Array.from({ length: n }, (_, i) => dv.getUint32(at + 4 * i, true));
+    // tensor count, kv count, key length 1 then 'a', value type 8 (STRING), string length 1 then 'b'
+    expect(u32s(8, 3)).toEqual([1, 1, 1]);
+    expect(v1[20]).toBe(0x61);
+    expect(u32s(21, 2)).toEqual([8, 1]);
+    // tensor name length 1, 't', n_dims 2, dims 2 and 3 (uint32), type 24 (I8)
+    expect(u32s(30, 1)).toEqual([1]);
+    expect(u32s(35, 4)).toEqual([2, 2, 3, 24]);
+    expect(parseGguf(v1).tensor('t')!.shape).toEqual([2, 3]);
   });
 
   it('typed tensor views are zero-copy little-endian and byte-swapped copies big-endian', () => {
