@@ -1,5 +1,8 @@
 import { GgufError, type GgufErrorCode } from './errors.js';
 
+/** Keys and strings longer than this are rejected before anything looks at their bytes. */
+export const MAX_STRING_BYTES = 1 << 30;
+
 const utf8 = new TextDecoder('utf-8');
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
@@ -95,10 +98,14 @@ export class Cursor {
     return this.wideCounts ? 8 : 4;
   }
 
-  /** A GGUF string: its length, then that many UTF-8 bytes. */
-  string(what: string, strict = false): string {
+  /**
+   * A GGUF string: its length, then that many UTF-8 bytes. A length over `maxBytes` fails with
+   * `tooLong` before anything is read; `strict` rejects invalid UTF-8 (keys and names).
+   */
+  string(what: string, strict = false, maxBytes = MAX_STRING_BYTES, tooLong: GgufErrorCode = 'STRING_TOO_LONG'): string {
     const lengthAt = this.pos;
-    const length = this.count(`${what} length`, 'STRING_TOO_LONG');
+    const length = this.count(`${what} length`, tooLong);
+    if (length > maxBytes) throw new GgufError(tooLong, `${what} of ${length} bytes (at most ${maxBytes})`, lengthAt);
     if (length > this.bytesLeft) {
       throw new GgufError('TRUNCATED', `${what} length ${length} runs past the end of the file`, lengthAt);
     }

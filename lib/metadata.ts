@@ -1,4 +1,4 @@
-import { Cursor, decodeUtf8 } from './cursor.js';
+import { Cursor } from './cursor.js';
 import { elementsAt } from './elements.js';
 import { GgufError } from './errors.js';
 import { readScalar, type ArrayRecord, type GgufScalar, type KvRecord } from './parse.js';
@@ -119,11 +119,7 @@ export class GgufArray {
 
   private strings(cur: Cursor, length: number): string[] {
     const out = new Array<string>(length);
-    const view = this.file.view;
-    for (let i = 0; i < length; i++) {
-      const n = cur.count('string length');
-      out[i] = decodeUtf8(view, cur.take(n, 'string'), n);
-    }
+    for (let i = 0; i < length; i++) out[i] = cur.string('string');
     return out;
   }
 

@@ -59,8 +59,6 @@ export const MAX_DIMS = 4;
 export const MAX_TENSOR_NAME_BYTES = 63;
 /** Arrays of arrays deeper than this are rejected rather than recursed into. */
 export const MAX_ARRAY_DEPTH = 8;
-/** Keys and strings longer than this are rejected before anything looks at their bytes. */
-export const MAX_STRING_BYTES = 1 << 30;
 
 const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
 const INT64_MAX = (1n << 63n) - 1n;
@@ -139,19 +137,11 @@ export function alignUp(n: number, alignment: number): number {
 
 function readKv(cur: Cursor): KvRecord {
   const offset = cur.pos;
-  const key = readName(cur, 'key');
+  const key = cur.string('key', true);
   if (key.length === 0) throw new GgufError('EMPTY_KEY', 'empty metadata key', offset);
   const type = readValueType(cur, 'BAD_VALUE_TYPE', `value type of '${key}'`);
   if (type === 'ARRAY') return { key, type, offset, value: undefined, array: readArray(cur, 1) };
   return { key, type, offset, value: readScalar(cur, type), array: undefined };
-}
-
-function readName(cur: Cursor, what: string): string {
-  const at = cur.pos;
-  const length = cur.count(`${what} length`, 'STRING_TOO_LONG');
-  if (length > MAX_STRING_BYTES) throw new GgufError('STRING_TOO_LONG', `${what} of ${length} bytes`, at);
-  cur.pos = at;
-  return cur.string(what, true);
 }
 
 function readValueType(cur: Cursor, code: 'BAD_VALUE_TYPE' | 'BAD_ARRAY_TYPE', what: string): GgufValueType {
@@ -191,13 +181,8 @@ export function readScalar(cur: Cursor, type: GgufValueType): GgufScalar {
       if (byte > 1) throw new GgufError('BAD_BOOL', `BOOL value is ${byte}, not 0 or 1`, at);
       return byte === 1;
     }
-    case 'STRING': {
-      const at = cur.pos;
-      const length = cur.count('string length', 'STRING_TOO_LONG');
-      if (length > MAX_STRING_BYTES) throw new GgufError('STRING_TOO_LONG', `string of ${length} bytes`, at);
-      cur.pos = at;
+    case 'STRING':
       return cur.string('string');
-    }
     case 'ARRAY':
       throw new Error('readScalar called on an ARRAY');
   }
@@ -242,12 +227,9 @@ function skipStrings(cur: Cursor, count: number): void {
     cur.pos = end;
     return;
   }
-  const at = -1 - end;
-  cur.pos = at;
-  const n = cur.count('string length', 'STRING_TOO_LONG');
-  if (n > cur.bytesLeft) throw new GgufError('TRUNCATED', `string length ${n} runs past the end of the file`, at);
-  cur.skip(n, 'string'); // past the window but inside the file: HEADER_TOO_LARGE
-  throw new Error(`unreachable: string at ${at} read back as valid`);
+  cur.pos = -1 - end;
+  cur.string('string'); // throws: TRUNCATED, or HEADER_TOO_LARGE past the window
+  throw new Error(`unreachable: string at ${-1 - end} read back as valid`);
 }
 
 function checkAlignment(kv: KvRecord): number {
@@ -263,12 +245,8 @@ function checkAlignment(kv: KvRecord): number {
 
 function readTensorInfo(cur: Cursor, alignment: number): TensorRecord {
   const infoOffset = cur.pos;
-  const nameLength = cur.count('tensor name length', 'BAD_TENSOR_NAME');
-  if (nameLength === 0 || nameLength > MAX_TENSOR_NAME_BYTES) {
-    throw new GgufError('BAD_TENSOR_NAME', `tensor name of ${nameLength} bytes (1 to ${MAX_TENSOR_NAME_BYTES} allowed)`, infoOffset);
-  }
-  cur.pos = infoOffset;
-  const name = cur.string('tensor name', true);
+  const name = cur.string('tensor name', true, MAX_TENSOR_NAME_BYTES, 'BAD_TENSOR_NAME');
+  if (name.length === 0) throw new GgufError('BAD_TENSOR_NAME', 'empty tensor name', infoOffset);
 
   const dimsAt = cur.pos;
   const nDims = cur.u32(`n_dims of '${name}'`);
