@@ -8,6 +8,7 @@ export interface OpenOptions {
   /**
    * Largest ArrayBuffer to create over the mapping; defaults to buffer.constants.MAX_LENGTH.
    * Files larger than this are exposed through several windows (see README, "Large files").
+   * At least 64 KiB.
    */
   maxWindowBytes?: number;
 }

@@ -47,6 +47,7 @@ export class MemorySource implements ByteSource {
 }
 
 const PAGE = 4096;
+const MIN_WINDOW = 64 * 1024;
 /**
  * The header is read through a window of its own, a few MiB, grown when a header is longer.
  * V8 counts every ArrayBuffer's length as external memory and schedules full GCs by it, so a
@@ -58,7 +59,7 @@ const HEAD_BYTES = 4 << 20;
  * A file mapped by the addon. One ArrayBuffer cannot exceed buffer.constants.MAX_LENGTH (4 GiB on
  * Node 20), so tensors are seen through windows, created when first needed: a grid of windows of `windowSize` bytes,
  * each starting half a window after the previous one, so that any range up to half a window lies
- * wholly inside one of them; a longer range gets a window of its own starting where it starts.
+ * wholly inside one of them; a longer range gets a window of exactly its own bytes.
  */
 export class MappedSource implements ByteSource {
   readonly size: number;
@@ -69,10 +70,11 @@ export class MappedSource implements ByteSource {
   private headLength = 0;
 
   constructor(path: string, maxWindowBytes = bufferConstants.MAX_LENGTH) {
+    if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
     this.mapping = mapFile(path, limit);
     this.size = this.mapping.size;
-    this.windowSize = this.size <= limit ? this.size : Math.max(PAGE * 2, Math.floor(limit / PAGE) * PAGE);
+    this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }
 
@@ -105,7 +107,7 @@ export class MappedSource implements ByteSource {
       const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
       return { buffer, byteOffset: offset - gridStart };
     }
-    return { buffer: this.window('own', offset, Math.min(this.windowSize, this.size - offset)), byteOffset: 0 };
+    return { buffer: this.window('own', offset, length), byteOffset: 0 };
   }
 
   close(): void {
