@@ -1,8 +1,8 @@
 import { Cursor } from './cursor.js';
 import { elementsAt } from './elements.js';
 import { GgufError } from './errors.js';
-import { readScalar, type ArrayRecord, type GgufScalar, type KvRecord } from './parse.js';
-import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
+import { readArray, readScalar, type ArrayRecord, type GgufScalar, type KvRecord } from './parse.js';
+import { FIXED_VALUE_SIZE, type GgufValueType } from './value-types.js';
 
 export type GgufNumericArray =
   | Uint8Array
@@ -131,38 +131,16 @@ export class GgufArray {
     for (let i = 0; i < length; i++) {
       starts[i] = cur.pos;
       if (elementType === 'STRING') cur.skip(cur.count('string length'), 'string');
-      else skipArray(cur);
+      else readArray(cur, 1);
     }
     this.starts = starts;
     return starts;
   }
 }
 
-function skipArray(cur: Cursor): void {
-  const type = readElementType(cur);
-  const length = cur.count('array length');
-  const fixed = FIXED_VALUE_SIZE[type];
-  if (fixed !== undefined) return cur.skip(length * fixed, 'array');
-  for (let i = 0; i < length; i++) {
-    if (type === 'STRING') cur.skip(cur.count('string length'), 'string');
-    else skipArray(cur);
-  }
-}
-
-function readElementType(cur: Cursor): GgufValueType {
-  // Validated by the parser when the file was opened.
-  return GGUF_VALUE_TYPES[cur.u32('array type')]!;
-}
-
 /** Decodes a nested array (element type, count, elements) at the cursor and moves past it. */
 function decodeNested(file: FileBytes, cur: Cursor): GgufValue {
-  const start = cur.pos;
-  const elementType = readElementType(cur);
-  const length = cur.count('array length');
-  const dataOffset = cur.pos;
-  cur.pos = start;
-  skipArray(cur);
-  return new GgufArray(file, { elementType, length, dataOffset, dataBytes: cur.pos - dataOffset }).toArray();
+  return new GgufArray(file, readArray(cur, 1)).toArray();
 }
 
 function cursorAt(file: FileBytes, offset: number): Cursor {

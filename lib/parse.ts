@@ -131,6 +131,10 @@ export function parseLayout(view: DataView, fileSize: number): GgufLayout {
   return { version, littleEndian: cur.littleEndian, alignment, headerEnd, dataOffset, fileSize, kvs, tensors };
 }
 
+export function isPowerOfTwo(n: unknown): n is number {
+  return Number.isInteger(n) && (n as number) > 0 && ((n as number) & ((n as number) - 1)) === 0;
+}
+
 export function alignUp(n: number, alignment: number): number {
   return Math.ceil(n / alignment) * alignment;
 }
@@ -188,8 +192,11 @@ export function readScalar(cur: Cursor, type: GgufValueType): GgufScalar {
   }
 }
 
-/** Reads an array's element type and count at the cursor and walks over its elements. */
-function readArray(cur: Cursor, depth: number): ArrayRecord {
+/**
+ * Reads an array's element type and count at the cursor, walks over its elements (checking
+ * every one fits) and returns where they lie. Used again to step over nested arrays on decode.
+ */
+export function readArray(cur: Cursor, depth: number): ArrayRecord {
   const typeAt = cur.pos;
   if (depth > MAX_ARRAY_DEPTH) {
     throw new GgufError('NESTING_TOO_DEEP', `arrays nested deeper than ${MAX_ARRAY_DEPTH}`, typeAt);
@@ -237,7 +244,7 @@ function checkAlignment(kv: KvRecord): number {
     throw new GgufError('BAD_ALIGNMENT', `general.alignment is ${kv.type}, expected UINT32`, kv.offset);
   }
   const a = kv.value as number;
-  if (a === 0 || (a & (a - 1)) !== 0) {
+  if (!isPowerOfTwo(a)) {
     throw new GgufError('BAD_ALIGNMENT', `general.alignment ${a} is not a power of two`, kv.offset);
   }
   return a;

@@ -1,6 +1,6 @@
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from './ggml-types.js';
-import { alignUp, DEFAULT_ALIGNMENT } from './parse.js';
+import { alignUp, DEFAULT_ALIGNMENT, isPowerOfTwo } from './parse.js';
 import { FIXED_VALUE_SIZE, valueTypeId, type GgufValueType } from './value-types.js';
 
 type NumberType = 'UINT8' | 'INT8' | 'UINT16' | 'INT16' | 'UINT32' | 'INT32' | 'FLOAT32' | 'FLOAT64';
@@ -149,8 +149,6 @@ function resolveType(type: string | number): GgmlType {
   if (found === undefined || found.removed) throw new RangeError(`not a writable ggml type: ${type}`);
   return found;
 }
-
-const isPowerOfTwo = (n: unknown): n is number => Number.isInteger(n) && (n as number) > 0 && ((n as number) & ((n as number) - 1)) === 0;
 
 /**
  * The alignment to lay data out with, and the metadata to write. `spec.alignment` adds the key
