@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from './package-root.js';
 
 /** The addon's Mapping: one read-only mmap of a whole file (native/addon.cc). */
 export interface NativeMapping {
@@ -17,17 +17,11 @@ interface Addon {
   Mapping: new (path: string, maxWindow: number) => NativeMapping;
   liveMappings(): number;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
-}
-
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === 'gguf-mmap') return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('gguf-mmap: cannot find the package root to load the native addon');
-    dir = parent;
-  }
+  dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
+  dequantizeAsync(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): Promise<void>;
+  dequantInfo(): { isa: string; typeIds: number[] };
+  forcePortableDequant(portable: boolean): void;
+  setIq4nlValues(values: Int8Array): void;
 }
 
 /**
@@ -54,6 +48,11 @@ function load(): { addon: Addon; path: string } {
     loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
   }
   return loaded;
+}
+
+/** The addon itself, for modules that wrap one of its functions (dequantization). */
+export function addon(): Addon {
+  return load().addon;
 }
 
 export function mapFile(path: string, maxWindow: number): NativeMapping {
