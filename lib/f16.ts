@@ -7,3 +7,31 @@ export function f16ToF32(h: number): number {
   if (exponent === 0x1f) return mantissa === 0 ? sign * Infinity : NaN;
   return sign * (1024 + mantissa) * 2 ** (exponent - 25);
 }
+
+let f16Bits: Uint32Array | undefined;
+
+/**
+ * float32 bit patterns of all 65,536 halves, as ggml converts them: exact for numbers; a NaN keeps
+ * its sign and payload (shifted left 13) and comes out quiet. Built once, 256 KiB.
+ */
+export function f16Table(): Uint32Array {
+  if (f16Bits !== undefined) return f16Bits;
+  const bits = new Uint32Array(65536);
+  const values = new Float32Array(bits.buffer);
+  for (let h = 0; h < 65536; h++) {
+    if ((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0) {
+      // Written as bits: a NaN passed through a JS number may lose its payload.
+      bits[h] = ((h & 0x8000) << 16) | 0x7fc00000 | ((h & 0x3ff) << 13);
+    } else {
+      values[h] = f16ToF32(h);
+    }
+  }
+  return (f16Bits = bits);
+}
+
+let f16Values: Float32Array | undefined;
+
+/** The same table as float32 values, for scale fields. */
+export function f16ValueTable(): Float32Array {
+  return (f16Values ??= new Float32Array(f16Table().buffer));
+}
