@@ -1,5 +1,6 @@
 #include "region.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,6 +10,8 @@
 namespace gguf_mmap {
 
 std::atomic<int64_t> Region::live_count_{0};
+std::mutex Region::registry_mutex_;
+std::vector<Region*> Region::open_regions_;
 
 Region* Region::MapFile(const char* path, MapError* error) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below anyway.
@@ -47,13 +50,46 @@ Region* Region::MapFile(const char* path, MapError* error) {
     return nullptr;
   }
   live_count_.fetch_add(1);
-  return new Region(addr, size);
+  Region* region = new Region(addr, size);
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  open_regions_.push_back(region);
+  return region;
+}
+
+void Region::MunmapLocked() {
+  if (!pages_mapped_) return;
+  pages_mapped_ = false;
+  munmap(addr_, size_);
+  live_count_.fetch_sub(1);
 }
 
 void Region::Unmap() {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
   if (unmapped_.exchange(true)) return;
-  munmap(addr_, size_);
-  live_count_.fetch_sub(1);
+  open_regions_.erase(std::remove(open_regions_.begin(), open_regions_.end(), this), open_regions_.end());
+  if (pins_ == 0) MunmapLocked();
+}
+
+Region* Region::PinContaining(const void* p, size_t len) {
+  const uint8_t* start = static_cast<const uint8_t*>(p);
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  for (Region* region : open_regions_) {
+    const uint8_t* base = region->data();
+    if (start >= base && len <= region->size_ && static_cast<size_t>(start - base) <= region->size_ - len) {
+      region->pins_++;
+      region->Retain();
+      return region;
+    }
+  }
+  return nullptr;
+}
+
+void Region::Unpin() {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    if (--pins_ == 0 && unmapped_.load()) MunmapLocked();
+  }
+  Release();
 }
 
 void Region::Release() {

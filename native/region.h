@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 namespace gguf_mmap {
 
@@ -28,8 +30,15 @@ class Region {
   void Retain() { holders_.fetch_add(1); }
   // Drops one hold; the last one unmaps (if still mapped) and frees the Region.
   void Release();
-  // Unmaps now. Callers must first make every JS view unreachable or detached.
+  // Unmaps now, or at the last Unpin() if native code is reading it. Callers must first make
+  // every JS view unreachable or detached.
   void Unmap();
+
+  // For native work off the JS thread: finds the open Region holding [p, p + len) and pins it, so
+  // a close() meanwhile marks it closed at once but unmaps only at the matching Unpin(). Returns
+  // nullptr when no open Region holds those bytes (ordinary memory).
+  static Region* PinContaining(const void* p, size_t len);
+  void Unpin();
 
   // Regions mapped and not yet unmapped, across every thread of the process.
   static int64_t LiveCount() { return live_count_.load(); }
@@ -38,11 +47,17 @@ class Region {
   Region(void* addr, size_t size) : addr_(addr), size_(size) {}
   ~Region() = default;
 
+  void MunmapLocked();
+
   void* addr_;
   size_t size_;
   std::atomic<uint32_t> holders_{1};
-  std::atomic<bool> unmapped_{false};
+  std::atomic<bool> unmapped_{false};  // closed: no new JS or native access
+  uint32_t pins_ = 0;                  // guarded by registry_mutex_
+  bool pages_mapped_ = true;           // guarded by registry_mutex_
   static std::atomic<int64_t> live_count_;
+  static std::mutex registry_mutex_;
+  static std::vector<Region*> open_regions_;  // guarded by registry_mutex_
 };
 
 // "ENOENT" for ENOENT, and so on for the errors a file open can give.
