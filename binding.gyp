@@ -2,12 +2,16 @@
   "targets": [
     {
       "target_name": "gguf_mmap",
-      "sources": ["native/addon.cc", "native/region.cc", "native/string_walk.cc"],
+      "sources": [
+        "native/addon.cc", "native/region.cc", "native/string_walk.cc",
+        "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
+        "native/dequant_avx2.cc"
+      ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
-      "cflags_cc": ["-std=c++17"],
+      "cflags_cc": ["-std=c++17", "-O3", "-ffp-contract=off"],
       "xcode_settings": {
         "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
         "CLANG_CXX_LANGUAGE_STANDARD": "c++17",

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dequant_napi.h"
 #include "region.h"
 #include "string_walk.h"
 
@@ -141,6 +142,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
+  RegisterDequant(env, exports);
   return exports;
 }
 

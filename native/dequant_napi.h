@@ -1,0 +1,10 @@
+// Node-API functions for dequantization (see dequant_napi.cc).
+#pragma once
+
+#include <napi.h>
+
+namespace gguf_mmap {
+
+void RegisterDequant(Napi::Env env, Napi::Object exports);
+
+}  // namespace gguf_mmap

@@ -1,0 +1,109 @@
+// Portable (scalar) kernels: the reference the SIMD kernels must match, and the fallback on CPUs
+// without AVX2.
+#include "dequant_common.h"
+
+namespace gguf_mmap {
+namespace {
+
+void F16(const uint8_t* src, size_t n, float* out) {
+  const float* table = HalfTable();
+  for (size_t i = 0; i < n; i++) out[i] = table[LoadU16(src + 2 * i)];
+}
+
+void BF16(const uint8_t* src, size_t n, float* out) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t bits = static_cast<uint32_t>(LoadU16(src + 2 * i)) << 16;
+    std::memcpy(out + i, &bits, 4);
+  }
+}
+
+void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int j = 0; j < 16; j++) {
+      out[j] = static_cast<float>((src[2 + j] & 0xf) - 8) * d;
+      out[j + 16] = static_cast<float>((src[2 + j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void Q8_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 34, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(static_cast<int8_t>(src[2 + j])) * d;
+  }
+}
+
+void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 144) {
+    const float d = HalfToFloat(LoadU16(src));
+    const float dmin = HalfToFloat(LoadU16(src + 2));
+    const uint8_t* q = src + 16;
+    for (int g = 0; g < 4; g++, q += 32, out += 64) {
+      int sc, m;
+      ScaleMinK4(src + 4, 2 * g, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; l++) out[l] = d1 * (q[l] & 0xf) - m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = d2 * (q[l] >> 4) - m2;
+    }
+  }
+}
+
+void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 176) {
+    const float d = HalfToFloat(LoadU16(src));
+    const float dmin = HalfToFloat(LoadU16(src + 2));
+    const uint8_t* qh = src + 16;
+    const uint8_t* q = src + 48;
+    for (int g = 0; g < 4; g++, q += 32, out += 64) {
+      int sc, m;
+      ScaleMinK4(src + 4, 2 * g, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      const uint8_t low = 1 << (2 * g), high = 2 << (2 * g);
+      for (int l = 0; l < 32; l++) out[l] = d1 * ((q[l] & 0xf) + (qh[l] & low ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = d2 * ((q[l] >> 4) + (qh[l] & high ? 16 : 0)) - m2;
+    }
+  }
+}
+
+void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 210) {
+    const float d = HalfToFloat(LoadU16(src + 208));
+    const uint8_t* ql = src;
+    const uint8_t* qh = src + 128;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, out += 128) {
+      for (int l = 0; l < 32; l++) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        out[l] = d * sc[is] * q1;
+        out[l + 32] = d * sc[is + 2] * q2;
+        out[l + 64] = d * sc[is + 4] * q3;
+        out[l + 96] = d * sc[is + 6] * q4;
+      }
+    }
+  }
+}
+
+void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int j = 0; j < 16; j++) {
+      out[j] = d * g_iq4nl_values[src[2 + j] & 0xf];
+      out[j + 16] = d * g_iq4nl_values[src[2 + j] >> 4];
+    }
+  }
+}
+
+}  // namespace
+
+const KernelSet kPortableKernels = {F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL};
+
+}  // namespace gguf_mmap
