@@ -30,6 +30,11 @@ export const GGUF_ERROR_CODES = [
   'UNSUPPORTED_BLOCK_TYPE',
   'BLOCK_OUT_OF_RANGE',
   'CLOSED',
+  'NO_DEQUANTIZER',
+  'NO_NATIVE_KERNEL',
+  'BAD_DATA_LENGTH',
+  'OUTPUT_TOO_SMALL',
+  'ROW_OUT_OF_RANGE',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

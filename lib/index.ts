@@ -9,3 +9,12 @@ export type { GgufScalar } from './parse.js';
 export { f16ToF32 } from './f16.js';
 export { encodeGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteValue, type GgufWriteTensor } from './writer.js';
 export { liveMappings } from './native.js';
+export {
+  dequantize,
+  dequantizeAsync,
+  canDequantize,
+  nativeDequantInfo,
+  type DequantBackend,
+  type DequantizeOptions,
+  type DequantizeAsyncOptions,
+} from './dequant/dequantize.js';

@@ -4,6 +4,12 @@ import { canView, elementsAt } from './elements.js';
 import { GgufError } from './errors.js';
 import type { TensorRecord } from './parse.js';
 import type { ByteSource } from './source.js';
+import {
+  dequantizeAsyncAt,
+  dequantizeAt,
+  type DequantizeAsyncOptions,
+  type DequantizeOptions,
+} from './dequant/dequantize.js';
 
 /** The typed view of a tensor's elements; quantized types are raw bytes. */
 export type TensorView =
@@ -107,5 +113,65 @@ export class GgufTensor {
   /** Block `index` of a Q4_K or Q6_K tensor, its fields viewing the file's bytes. */
   block(index: number): GgufBlock {
     return blockAt(this.type, this.bytes, index, this.fileOffset);
+  }
+
+  /** Elements per row: ne[0]. */
+  get rowLength(): number {
+    return this.shape[0] ?? 1;
+  }
+
+  /** Rows of `rowLength` elements: the product of the other dimensions. */
+  get rows(): number {
+    return this.rowLength === 0 ? 0 : this.nelements / this.rowLength;
+  }
+
+  /**
+   * The whole tensor as float32, bit for bit as ggml's dequantizer. With `out` (a Float32Array of
+   * at least `nelements`) it writes there and returns it, allocating nothing.
+   */
+  dequantize(out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
+    return dequantizeAt(this.ggmlType, this.bytes, out, { ...options, littleEndian: this.littleEndian }, this.placement(0));
+  }
+
+  /**
+   * Rows [first, first + count) as float32, reading only those rows' bytes (one embedding
+   * lookup touches one row of the file, not the tensor).
+   */
+  dequantizeRows(first: number, count: number, out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
+    const rows = this.rows;
+    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 0 || first + count > rows) {
+      throw new GgufError('ROW_OUT_OF_RANGE', `rows ${first}..${first + count} of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
+    }
+    const rowBytes = this.rowBytes();
+    return dequantizeAt(this.ggmlType, this.rangeBytes(first * rowBytes, count * rowBytes), out, { ...options, littleEndian: this.littleEndian }, this.placement(first * rowBytes));
+  }
+
+  /**
+   * `dequantize` off the event loop (native kernels on libuv's pool, split across cores for
+   * large tensors). Closing the file meanwhile is safe: the mapping stays until the work ends.
+   */
+  dequantizeAsync(out?: Float32Array, options: Omit<DequantizeAsyncOptions, 'littleEndian'> = {}): Promise<Float32Array> {
+    try {
+      return dequantizeAsyncAt(this.ggmlType, this.bytes, out, { ...options, littleEndian: this.littleEndian }, this.placement(0));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private rowBytes(): number {
+    return (this.rowLength / this.ggmlType.blockSize) * this.ggmlType.typeSize;
+  }
+
+  /** A view of [start, start + length) of the tensor's bytes, locating only that range. */
+  private rangeBytes(start: number, length: number): Uint8Array {
+    if (this.source.closed) throw new GgufError('CLOSED', `tensor '${this.name}' read after close()`, this.fileOffset);
+    if (length === 0) return new Uint8Array(0);
+    if (this.cachedBytes !== undefined) return this.cachedBytes.subarray(start, start + length);
+    const { buffer, byteOffset } = this.source.locate(this.fileOffset + start, length);
+    return new Uint8Array(buffer, byteOffset, length);
+  }
+
+  private placement(start: number): { fileOffset: number; closed: () => boolean } {
+    return { fileOffset: this.fileOffset + start, closed: () => this.source.closed };
   }
 }
