@@ -5,10 +5,13 @@ import { tableBytes, tableInt8 } from './tables.js';
 // The IQ types index ggml's lattice grids: each grid entry holds the magnitudes of 8 (or 4)
 // elements; signs come from ksigns_iq2xs (7 stored bits -> 8 sign bits) or are stored whole.
 
-/** Writes 8 grid values times `scale`, negating those whose bit is set in `signs`. */
+/**
+ * Writes 8 grid values times `scale`, negating those whose bit is set in `signs`. Signs multiply
+ * by 1 - 2*bit rather than branch: sign bits are as good as random, so a branch mispredicts.
+ */
 function putSigned8(out: Float32Array, y: number, grid: Uint8Array, entry: number, scale: number, signs: number): void {
   const g = entry * 8;
-  for (let j = 0; j < 8; j++) out[y + j] = scale * grid[g + j]! * (signs & (1 << j) ? -1 : 1);
+  for (let j = 0; j < 8; j++) out[y + j] = scale * grid[g + j]! * (1 - 2 * ((signs >> j) & 1));
 }
 
 export const dequantIQ2_XXS: BlockKernel = (src, nblocks, out, at) => {
@@ -77,8 +80,8 @@ export const dequantIQ3_XXS: BlockKernel = (src, nblocks, out, at) => {
         const g1 = src[q + 2 * l]! * 4;
         const g2 = src[q + 2 * l + 1]! * 4;
         for (let j = 0; j < 4; j++) {
-          out[y + j] = db * grid[g1 + j]! * (signs & (1 << j) ? -1 : 1);
-          out[y + j + 4] = db * grid[g2 + j]! * (signs & (1 << (j + 4)) ? -1 : 1);
+          out[y + j] = db * grid[g1 + j]! * (1 - 2 * ((signs >> j) & 1));
+          out[y + j + 4] = db * grid[g2 + j]! * (1 - 2 * ((signs >> (j + 4)) & 1));
         }
       }
     }
@@ -100,8 +103,8 @@ export const dequantIQ3_S: BlockKernel = (src, nblocks, out, at) => {
         const g1 = (src[q + 2 * l]! | ((qh << (8 - 2 * l)) & 256)) * 4;
         const g2 = (src[q + 2 * l + 1]! | ((qh << (7 - 2 * l)) & 256)) * 4;
         for (let j = 0; j < 4; j++) {
-          out[y + j] = db * grid[g1 + j]! * (signs & (1 << j) ? -1 : 1);
-          out[y + j + 4] = db * grid[g2 + j]! * (signs & (1 << (j + 4)) ? -1 : 1);
+          out[y + j] = db * grid[g1 + j]! * (1 - 2 * ((signs >> j) & 1));
+          out[y + j + 4] = db * grid[g2 + j]! * (1 - 2 * ((signs >> (j + 4)) & 1));
         }
       }
     }

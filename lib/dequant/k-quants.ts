@@ -40,16 +40,17 @@ export const dequantQ3_K: BlockKernel = (src, nblocks, out, at) => {
     }
     let y = at + b * 256;
     let is = 0;
-    let m = 1;
     for (let half = 0; half < 2; half++) {
       const q = o + 32 + 32 * half;
-      for (let shift = 0; shift < 8; shift += 2, m <<= 1) {
+      for (let shift = 0; shift < 8; shift += 2) {
         for (let part = 0; part < 2; part++, is++, y += 16) {
           const dl = Math.fround(dAll * scales[is]!);
           const qp = q + 16 * part;
           const hp = o + 16 * part;
+          // Branch-free: the hmask bits are as good as random, so a branch would mispredict.
+          const bit = shift >> 1;
           for (let l = 0; l < 16; l++) {
-            out[y + l] = dl * (((src[qp + l]! >> shift) & 3) - (src[hp + l]! & m ? 0 : 4));
+            out[y + l] = dl * (((src[qp + l]! >> shift) & 3) - 4 + (((src[hp + l]! >> (bit + 4 * half)) & 1) << 2));
           }
         }
       }
@@ -109,13 +110,12 @@ export const dequantQ5_K: BlockKernel = (src, nblocks, out, at) => {
       const d2 = Math.fround(d * sm[0]!);
       const m2 = Math.fround(dmin * sm[1]!);
       const q = o + 48 + 32 * g;
-      const lowBit = 1 << (2 * g);
-      const highBit = lowBit << 1;
+      const lowShift = 2 * g;
       for (let l = 0; l < 32; l++) {
         const v = src[q + l]!;
         const h = src[o + 16 + l]!;
-        out[y + l] = d1 * ((v & 15) + (h & lowBit ? 16 : 0)) - m1;
-        out[y + l + 32] = d2 * ((v >> 4) + (h & highBit ? 16 : 0)) - m2;
+        out[y + l] = d1 * ((v & 15) + (((h >> lowShift) & 1) << 4)) - m1;
+        out[y + l + 32] = d2 * ((v >> 4) + (((h >> (lowShift + 1)) & 1) << 4)) - m2;
       }
     }
   }

@@ -67,12 +67,15 @@ export const dequantQ8_0: BlockKernel = (src, nblocks, out, at) => {
 };
 
 // Q1_0: 128 elements, one bit each (LSB first): set gives +d, clear gives -d.
+// The two values sit in a table indexed by the bit: the bits are as good as random, so a branch
+// would mispredict, and -d (not -1 * d) keeps ggml's sign flip of a NaN scale.
 export const dequantQ1_0: BlockKernel = (src, nblocks, out, at) => {
   const F16 = f16ValueTable();
+  const pair = new Float32Array(2);
   for (let b = 0, o = 0, y = at; b < nblocks; b++, o += 18, y += 128) {
-    const d = F16[u16(src, o)]!;
-    const neg = -d;
-    for (let j = 0; j < 128; j++) out[y + j] = (src[o + 2 + (j >> 3)]! >> (j & 7)) & 1 ? d : neg;
+    pair[1] = F16[u16(src, o)]!;
+    pair[0] = -pair[1]!;
+    for (let j = 0; j < 128; j++) out[y + j] = pair[(src[o + 2 + (j >> 3)]! >> (j & 7)) & 1]!;
   }
 };
 
@@ -85,13 +88,11 @@ export const dequantQ2_0: BlockKernel = (src, nblocks, out, at) => {
   }
 };
 
-/** E8M0 exponent byte to float32 2^(e-128): half the E8M0 value, as ggml's MXFP4 uses it. */
-export function e8m0Half(e: number): number {
-  return 2 ** (e - 128);
-}
+/** E8M0 exponent byte e to 2^(e-128): half the E8M0 value, as ggml's MXFP4 uses it. */
+const E8M0_HALF = Float64Array.from({ length: 256 }, (_, e) => 2 ** (e - 128));
 
 /** UE4M3 byte to its value times 0.5, as ggml decodes NVFP4 scales (0x00 and 0x7F give 0; bit 7 is ignored otherwise). */
-export function ue4m3Half(x: number): number {
+function ue4m3Half(x: number): number {
   if (x === 0 || x === 0x7f) return 0;
   const exponent = (x >> 3) & 15;
   const mantissa = x & 7;
@@ -99,11 +100,13 @@ export function ue4m3Half(x: number): number {
   return raw * 0.5;
 }
 
+const UE4M3_HALF = Float64Array.from({ length: 256 }, (_, x) => ue4m3Half(x));
+
 // MXFP4: 32 E2M1 values (table holds them doubled) with one shared E8M0 exponent.
 export const dequantMXFP4: BlockKernel = (src, nblocks, out, at) => {
   const values = tableInt8('kvalues_fp4');
   for (let b = 0, o = 0, y = at; b < nblocks; b++, o += 17, y += 32) {
-    const d = e8m0Half(src[o]!);
+    const d = E8M0_HALF[src[o]!]!;
     for (let j = 0; j < 16; j++) {
       const q = src[o + 1 + j]!;
       out[y + j] = values[q & 15]! * d;
@@ -117,7 +120,7 @@ export const dequantNVFP4: BlockKernel = (src, nblocks, out, at) => {
   const values = tableInt8('kvalues_fp4');
   for (let b = 0, o = 0, y = at; b < nblocks; b++, o += 36, y += 64) {
     for (let s = 0; s < 4; s++) {
-      const d = ue4m3Half(src[o + s]!);
+      const d = UE4M3_HALF[src[o + s]!]!;
       const qs = o + 4 + 8 * s;
       const ys = y + 16 * s;
       for (let j = 0; j < 8; j++) {

@@ -44,9 +44,17 @@ export const convertBF16: BlockKernel = (src, n, out, at, littleEndian = true) =
 };
 
 type Getter = (view: DataView, offset: number, littleEndian: boolean) => number;
+type NumberArray = Int16Array | Int32Array | Float64Array;
 
-function valueConverter(width: number, get: Getter): BlockKernel {
+/** Converts elements as values: through a typed view in place when order and alignment allow. */
+function valueConverter(View: { new (b: ArrayBufferLike, o: number, n: number): NumberArray; BYTES_PER_ELEMENT: number }, get: Getter): BlockKernel {
+  const width = View.BYTES_PER_ELEMENT;
   return (src, n, out, at, littleEndian = true) => {
+    if (littleEndian === HOST_LITTLE_ENDIAN && src.byteOffset % width === 0) {
+      const values = new View(src.buffer, src.byteOffset, n);
+      for (let i = 0; i < n; i++) out[at + i] = values[i]!;
+      return;
+    }
     const view = new DataView(src.buffer, src.byteOffset, n * width);
     for (let i = 0; i < n; i++) out[at + i] = get(view, i * width, littleEndian);
   };
@@ -63,9 +71,9 @@ export const convertF32: BlockKernel = (src, n, out, at, littleEndian = true) =>
   for (let i = 0; i < n; i++) bits[at + i] = view.getUint32(i * 4, littleEndian);
 };
 
-export const convertF64 = valueConverter(8, (v, o, le) => v.getFloat64(o, le));
+export const convertF64 = valueConverter(Float64Array, (v, o, le) => v.getFloat64(o, le));
 export const convertI8: BlockKernel = (src, n, out, at) => {
   for (let i = 0; i < n; i++) out[at + i] = (src[i]! << 24) >> 24;
 };
-export const convertI16 = valueConverter(2, (v, o, le) => v.getInt16(o, le));
-export const convertI32 = valueConverter(4, (v, o, le) => v.getInt32(o, le));
+export const convertI16 = valueConverter(Int16Array, (v, o, le) => v.getInt16(o, le));
+export const convertI32 = valueConverter(Int32Array, (v, o, le) => v.getInt32(o, le));
