@@ -1,16 +1,27 @@
 #!/usr/bin/env node
 import { existsSync } from 'node:fs';
+import { DequantUsageError, parseRows, runDequant } from './dequant-command.js';
+import type { DequantBackend } from './dequant/dequantize.js';
 import { GgufError } from './errors.js';
 import { openGguf } from './gguf-file.js';
 import { inspectJson, inspectText } from './inspect.js';
 import { samplePath } from './sample.js';
 
 const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
+       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
 
   inspect [FILE]   summarize a GGUF file: version, metadata, tensor table, totals.
                    Without FILE, inspects the embedded sample model.
-  --json           print one JSON object instead (every metadata value in full)
-  --sha256         with --json, add each tensor's sha256
+    --json         print one JSON object instead (every metadata value in full)
+    --sha256       with --json, add each tensor's sha256
+  dequant FILE TENSOR
+                   dequantize a tensor to float32 (bit for bit as ggml) and print
+                   min, max, mean and the NaN and Inf counts.
+    --rows A:B     only rows A to B-1 (a row is ne[0] values); A: to the end; A alone
+    --out FILE     write the values to FILE as raw little-endian float32 instead
+    --backend      native kernels where the addon has one (auto, the default),
+                   or only native, or only TypeScript (js)
+                   A progress bar shows on a terminal for long work.
 
 exit status: 0 ok, 1 usage or I/O error, 2 invalid GGUF file`;
 
@@ -22,6 +33,7 @@ function run(argv: string[]): number {
     process.stdout.write(USAGE + '\n');
     return command === undefined ? 1 : 0;
   }
+  if (command === 'dequant') return dequant(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -34,6 +46,37 @@ function run(argv: string[]): number {
   using g = openGguf(path);
   const out = flags.has('--json') ? JSON.stringify(inspectJson(g, { sha256: flags.has('--sha256') })) + '\n' : inspectText(g, path);
   process.stdout.write(out);
+  return 0;
+}
+
+const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
+
+function dequant(args: string[]): number {
+  const positional: string[] = [];
+  const options: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    if (arg !== '--rows' && arg !== '--out' && arg !== '--backend') throw new UsageError(`unknown option '${arg}'`);
+    const value = args[++i];
+    if (value === undefined) throw new UsageError(`${arg} needs a value`);
+    options[arg] = value;
+  }
+  if (positional.length !== 2) throw new UsageError('dequant takes FILE and TENSOR');
+  const backend = (options['--backend'] ?? 'auto') as DequantBackend;
+  if (!BACKENDS.includes(backend)) throw new UsageError(`--backend is one of ${BACKENDS.join(', ')}`);
+  try {
+    const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
+    using g = openGguf(positional[0]!);
+    const progress = process.stderr.isTTY ? process.stderr : undefined;
+    process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));
+  } catch (error) {
+    if (error instanceof DequantUsageError) throw new UsageError(error.message);
+    throw error;
+  }
   return 0;
 }
 

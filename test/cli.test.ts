@@ -126,3 +126,52 @@ describe('gguf-mmap inspect', () => {
     expect(got.tensors[0].sha256).toBe(createHash('sha256').update(data).digest('hex'));
   });
 });
+
+describe('gguf-mmap dequant', () => {
+  it.skipIf(SKIP_SHARED)('--out writes ggml’s float32 bytes (sha256 from the fixture), --rows a slice of them', () => {
+    const dir = tempDir();
+    const file = sharedPath('fixtures/quantized/tiny-llama-q4_k_m.gguf');
+    const want = readJson<{ tensors: Array<{ name: string; type: string; shape: number[]; f32_sha256: string }> }>(
+      sharedPath('fixtures/quantized/tiny-llama-q4_k_m.json'),
+    );
+    for (const t of want.tensors.filter((x) => x.type === 'Q4_K' || x.type === 'Q6_K').slice(0, 3)) {
+      const out = join(dir, `${t.name}.f32`);
+      const r = cli('dequant', file, t.name, '--out', out);
+      expect(r.status, r.stderr).toBe(0);
+      const bytes = readFileSync(out);
+      expect(createHash('sha256').update(bytes).digest('hex')).toBe(t.f32_sha256);
+      const rowBytes = t.shape[0]! * 4;
+      const part = join(dir, 'part.f32');
+      expect(cli('dequant', file, t.name, '--rows', '1:3', '--out', part).status).toBe(0);
+      expect(readFileSync(part).equals(bytes.subarray(rowBytes, 3 * rowBytes))).toBe(true);
+    }
+  });
+
+  it('prints min, max, mean and NaN count of the values', () => {
+    const dir = tempDir();
+    const values = new Float32Array([1.5, -2, NaN, 4, 0.25, NaN]);
+    const path = join(dir, 'v.gguf');
+    writeFileSync(path, encodeGguf({ tensors: [{ name: 'v', type: 'F32', shape: [3, 2], data: new Uint8Array(values.buffer) }] }));
+    const r = cli('dequant', path, 'v');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('v  F32  [3, 2]  rows 0:2  6 values');
+    expect(r.stdout).toContain('min -2  max 4  mean 0.9375  NaN 2  Inf 0');
+    expect(cli('dequant', path, 'v', '--rows', '1').stdout).toContain('min 0.25  max 4  mean 2.125  NaN 1');
+  });
+
+  it('usage errors exit 1, an invalid file exits 2', () => {
+    const dir = tempDir();
+    const path = join(dir, 'w.gguf');
+    writeFileSync(path, encodeGguf({ tensors: [{ name: 'w', type: 'F32', shape: [4, 2] }] }));
+    expect(cli('dequant', path, 'missing').status).toBe(1);
+    expect(cli('dequant', path, 'w', '--rows', '1:9').status).toBe(1);
+    expect(cli('dequant', path, 'w', '--rows', 'x').status).toBe(1);
+    expect(cli('dequant', path, 'w', '--backend', 'gpu').status).toBe(1);
+    expect(cli('dequant', path).status).toBe(1);
+    const bad = join(dir, 'bad.gguf');
+    writeFileSync(bad, 'GGUF but not really');
+    const r = cli('dequant', bad, 'w');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^gguf-mmap: [A-Z_]+: /);
+  });
+});
