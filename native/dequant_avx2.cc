@@ -35,23 +35,13 @@ inline void StoreScaledInt8x16(float* out, __m128i q, __m256 scale) {
   _mm256_storeu_ps(out + 8, _mm256_mul_ps(Int8x8ToFloat(_mm_srli_si128(q, 8)), scale));
 }
 
-template <bool kStream>
-inline void Store8(float* out, __m256 v) {
-  if (kStream) {
-    _mm256_stream_ps(out, v);
-  } else {
-    _mm256_storeu_ps(out, v);
-  }
-}
-
 // out[0..31] = scale * (uint8 lanes of q) - min: one rounding, as ggml's d*q - m (the product is exact).
-template <bool kStream>
 inline void StoreAffineUint8x32(float* out, __m256i q, __m256 scale, __m256 min) {
   __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-  Store8<kStream>(out, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
-  Store8<kStream>(out + 8, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
-  Store8<kStream>(out + 16, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
-  Store8<kStream>(out + 24, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
+  _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
+  _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
+  _mm256_storeu_ps(out + 16, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
+  _mm256_storeu_ps(out + 24, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
 }
 
 void F16(const uint8_t* src, size_t n, float* out) {
@@ -102,27 +92,20 @@ void Q8_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-template <bool kStream>
-void Q4_KImpl(const uint8_t* src, size_t nblocks, float* out) {
+void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
     const uint8_t* q = src + 16;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      int sc, m;
-      ScaleMinK4(src + 4, 2 * g, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const GroupScales k = KGroupScales(src, g, d, dmin);
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32<kStream>(out, _mm256_and_si256(v, nibble), _mm256_set1_ps(d1), _mm256_set1_ps(m1));
-      StoreAffineUint8x32<kStream>(out + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), _mm256_set1_ps(d2), _mm256_set1_ps(m2));
+      StoreAffineUint8x32(out, _mm256_and_si256(v, nibble), _mm256_set1_ps(k.d1), _mm256_set1_ps(k.m1));
+      StoreAffineUint8x32(out + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), _mm256_set1_ps(k.d2), _mm256_set1_ps(k.m2));
     }
   }
 }
-
-void Q4_K(const uint8_t* src, size_t nblocks, float* out) { Q4_KImpl<false>(src, nblocks, out); }
 
 void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
   const __m256i nibble = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
@@ -132,19 +115,15 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
     const uint8_t* q = src + 48;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      int sc, m;
-      ScaleMinK4(src + 4, 2 * g, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const GroupScales k = KGroupScales(src, g, d, dmin);
       const __m256i low_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * g)));
       const __m256i high_bit = _mm256_set1_epi8(static_cast<char>(2 << (2 * g)));
       __m256i low_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, low_bit), low_bit), sixteen);
       __m256i high_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, high_bit), high_bit), sixteen);
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32<false>(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm256_set1_ps(d1), _mm256_set1_ps(m1));
-      StoreAffineUint8x32<false>(out + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), high_add),
-                          _mm256_set1_ps(d2), _mm256_set1_ps(m2));
+      StoreAffineUint8x32(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm256_set1_ps(k.d1), _mm256_set1_ps(k.m1));
+      StoreAffineUint8x32(out + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), high_add),
+                          _mm256_set1_ps(k.d2), _mm256_set1_ps(k.m2));
     }
   }
 }

@@ -54,6 +54,19 @@ inline void ScaleMinK4(const uint8_t* s, int j, int* scale, int* min) {
   }
 }
 
+// Q4_K/Q5_K group g (64 values): scale and min of its low-nibble half (sub-block 2g) and of its
+// high-nibble half (2g+1), already multiplied by the block's d and dmin (exact in float32).
+struct GroupScales {
+  float d1, m1, d2, m2;
+};
+
+inline GroupScales KGroupScales(const uint8_t* block, int g, float d, float dmin) {
+  int sc1, m1, sc2, m2;
+  ScaleMinK4(block + 4, 2 * g, &sc1, &m1);
+  ScaleMinK4(block + 4, 2 * g + 1, &sc2, &m2);
+  return {d * sc1, dmin * m1, d * sc2, dmin * m2};
+}
+
 extern int8_t g_iq4nl_values[16];
 
 // Kernel sets, one per instruction set; each lists the same types (nullptr where it has none).

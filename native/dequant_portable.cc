@@ -40,13 +40,9 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
     const float dmin = HalfToFloat(LoadU16(src + 2));
     const uint8_t* q = src + 16;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      int sc, m;
-      ScaleMinK4(src + 4, 2 * g, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
-      for (int l = 0; l < 32; l++) out[l] = d1 * (q[l] & 0xf) - m1;
-      for (int l = 0; l < 32; l++) out[l + 32] = d2 * (q[l] >> 4) - m2;
+      const GroupScales k = KGroupScales(src, g, d, dmin);
+      for (int l = 0; l < 32; l++) out[l] = k.d1 * (q[l] & 0xf) - k.m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = k.d2 * (q[l] >> 4) - k.m2;
     }
   }
 }
@@ -58,14 +54,10 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
     const uint8_t* qh = src + 16;
     const uint8_t* q = src + 48;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      int sc, m;
-      ScaleMinK4(src + 4, 2 * g, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      ScaleMinK4(src + 4, 2 * g + 1, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const GroupScales k = KGroupScales(src, g, d, dmin);
       const uint8_t low = 1 << (2 * g), high = 2 << (2 * g);
-      for (int l = 0; l < 32; l++) out[l] = d1 * ((q[l] & 0xf) + (qh[l] & low ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; l++) out[l + 32] = d2 * ((q[l] >> 4) + (qh[l] & high ? 16 : 0)) - m2;
+      for (int l = 0; l < 32; l++) out[l] = k.d1 * ((q[l] & 0xf) + (qh[l] & low ? 16 : 0)) - k.m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = k.d2 * ((q[l] >> 4) + (qh[l] & high ? 16 : 0)) - k.m2;
     }
   }
 }

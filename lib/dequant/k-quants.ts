@@ -58,32 +58,34 @@ export const dequantQ3_K: BlockKernel = (src, nblocks, out, at) => {
   }
 };
 
-/** Sub-block j's 6-bit scale and min from the 12 packed bytes at `s` (ggml's get_scale_min_k4). */
-function scaleMinK4(src: Uint8Array, s: number, j: number, into: Int32Array): void {
-  if (j < 4) {
-    into[0] = src[s + j]! & 63;
-    into[1] = src[s + j + 4]! & 63;
-  } else {
-    into[0] = (src[s + j + 4]! & 15) | ((src[s + j - 4]! >> 6) << 4);
-    into[1] = (src[s + j + 4]! >> 4) | ((src[s + j]! >> 6) << 4);
-  }
+/** Sub-block j's 6-bit scale (what 0) or min (what 1) from the 12 packed bytes at `s` (ggml's get_scale_min_k4). */
+function scaleMinK4(src: Uint8Array, s: number, j: number, what: 0 | 1): number {
+  if (j < 4) return src[s + j + 4 * what]! & 63;
+  return what === 0 ? (src[s + j + 4]! & 15) | ((src[s + j - 4]! >> 6) << 4) : (src[s + j + 4]! >> 4) | ((src[s + j]! >> 6) << 4);
+}
+
+/**
+ * Q4_K/Q5_K group g (64 values) of the block at `o`: [d1, m1, d2, m2], the scale and min of its
+ * low-nibble half (sub-block 2g) and high-nibble half (2g+1) times d and dmin, as float32.
+ */
+function groupScales(src: Uint8Array, o: number, g: number, d: number, dmin: number, into: Float64Array): void {
+  into[0] = Math.fround(d * scaleMinK4(src, o + 4, 2 * g, 0));
+  into[1] = Math.fround(dmin * scaleMinK4(src, o + 4, 2 * g, 1));
+  into[2] = Math.fround(d * scaleMinK4(src, o + 4, 2 * g + 1, 0));
+  into[3] = Math.fround(dmin * scaleMinK4(src, o + 4, 2 * g + 1, 1));
 }
 
 // Q4_K: 8 sub-blocks of 32; y = (d*sc)*q - dmin*m.
 export const dequantQ4_K: BlockKernel = (src, nblocks, out, at) => {
   const F16 = f16ValueTable();
-  const sm = new Int32Array(2);
+  const k = new Float64Array(4);
   for (let b = 0, o = 0; b < nblocks; b++, o += 144) {
     const d = F16[u16(src, o)]!;
     const dmin = F16[u16(src, o + 2)]!;
     let y = at + b * 256;
     for (let g = 0; g < 4; g++, y += 64) {
-      scaleMinK4(src, o + 4, 2 * g, sm);
-      const d1 = Math.fround(d * sm[0]!);
-      const m1 = Math.fround(dmin * sm[1]!);
-      scaleMinK4(src, o + 4, 2 * g + 1, sm);
-      const d2 = Math.fround(d * sm[0]!);
-      const m2 = Math.fround(dmin * sm[1]!);
+      groupScales(src, o, g, d, dmin, k);
+      const d1 = k[0]!, m1 = k[1]!, d2 = k[2]!, m2 = k[3]!;
       const q = o + 16 + 32 * g;
       for (let l = 0; l < 32; l++) {
         const v = src[q + l]!;
@@ -97,18 +99,14 @@ export const dequantQ4_K: BlockKernel = (src, nblocks, out, at) => {
 // Q5_K: Q4_K plus a fifth bit per element from qh (bit 2g for the low half, 2g+1 for the high).
 export const dequantQ5_K: BlockKernel = (src, nblocks, out, at) => {
   const F16 = f16ValueTable();
-  const sm = new Int32Array(2);
+  const k = new Float64Array(4);
   for (let b = 0, o = 0; b < nblocks; b++, o += 176) {
     const d = F16[u16(src, o)]!;
     const dmin = F16[u16(src, o + 2)]!;
     let y = at + b * 256;
     for (let g = 0; g < 4; g++, y += 64) {
-      scaleMinK4(src, o + 4, 2 * g, sm);
-      const d1 = Math.fround(d * sm[0]!);
-      const m1 = Math.fround(dmin * sm[1]!);
-      scaleMinK4(src, o + 4, 2 * g + 1, sm);
-      const d2 = Math.fround(d * sm[0]!);
-      const m2 = Math.fround(dmin * sm[1]!);
+      groupScales(src, o, g, d, dmin, k);
+      const d1 = k[0]!, m1 = k[1]!, d2 = k[2]!, m2 = k[3]!;
       const q = o + 48 + 32 * g;
       const lowShift = 2 * g;
       for (let l = 0; l < 32; l++) {
