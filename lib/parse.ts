@@ -283,11 +283,12 @@ function readTensorInfo(cur: Cursor, alignment: number): TensorRecord {
 
   const offsetAt = cur.pos;
   const offset = cur.u64(`offset of '${name}'`);
+  // Alignment first, on the exact value (as ggml checks it), then whether it can lie in the file.
+  if (typeof offset === 'bigint' ? offset % BigInt(alignment) !== 0n : offset % alignment !== 0) {
+    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${name}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
+  }
   if (typeof offset === 'bigint' || nbytes > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${name}' lies past the end of the file`, offsetAt);
-  }
-  if (offset % alignment !== 0) {
-    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${name}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
   }
   return { name, type, shape, nelements: Number(product), nbytes: Number(nbytes), offset, infoOffset };
 }
