@@ -85,6 +85,8 @@ export class MappedSource implements ByteSource {
   }
 
   head(minLength = HEAD_BYTES): DataView | undefined {
+    // An empty file has nothing mapped: the parser sees zero bytes and reports TRUNCATED.
+    if (this.size === 0) return this.headLength++ === 0 ? new DataView(new ArrayBuffer(0)) : undefined;
     const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
     if (length <= this.headLength) return undefined; // cannot grow past what we have
     this.windows.delete(`head:0`);

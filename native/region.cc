@@ -37,9 +37,12 @@ Region* Region::MapFile(const char* path, MapError* error) {
     return nullptr;
   }
   if (st.st_size == 0) {
-    *error = {EINVAL, "mmap", "file is empty"};
+    // Nothing to map (mmap refuses length 0): an empty Region, which the parser then reports as
+    // a truncated file like any other short one.
     close(fd);
-    return nullptr;
+    Region* empty = new Region(nullptr, 0);
+    empty->pages_mapped_ = false;
+    return empty;
   }
   size_t size = static_cast<size_t>(st.st_size);
   void* addr = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
