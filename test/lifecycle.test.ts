@@ -16,6 +16,8 @@ writeGgufFile(file, {
   ],
 });
 
+const UNDER_ASAN = (process.env.LD_PRELOAD ?? '').includes('libasan');
+
 describe('mapping lifecycle', () => {
   it('views kept after close() read as empty instead of crashing; close() twice is fine', () => {
     const r = runChild(`
@@ -81,7 +83,8 @@ describe('mapping lifecycle', () => {
     const { sum, live, growthMiB } = r.result as { sum: number; live: number; growthMiB: number };
     expect(sum).toBe(70000);
     expect(live).toBe(0);
-    expect(growthMiB).toBeLessThan(16);
+    // Under AddressSanitizer, freed memory sits in its quarantine (up to 256 MiB) and shows in RSS.
+    if (!UNDER_ASAN) expect(growthMiB).toBeLessThan(16);
   });
 
   it('worker threads each map the same file, concurrently with the main thread', async () => {
