@@ -35,6 +35,8 @@ export const GGUF_ERROR_CODES = [
   'BAD_DATA_LENGTH',
   'OUTPUT_TOO_SMALL',
   'ROW_OUT_OF_RANGE',
+  'FILE_CHANGED',
+  'CHECKSUM_MISMATCH',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

@@ -3,6 +3,7 @@ import { GgufError } from './errors.js';
 import { parseLayout, type GgufLayout } from './parse.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
+import { verifySource, type VerifyOptions } from './verify.js';
 
 export interface OpenOptions {
   /**
@@ -54,6 +55,16 @@ export class GgufFile implements Disposable {
 
   get closed(): boolean {
     return this.source.closed;
+  }
+
+  /**
+   * Checks that the file on disk is still the one mapped: throws GgufError FILE_CHANGED if it was
+   * truncated (reading the lost pages would raise SIGBUS) or modified in place since it was
+   * opened; with `sha256`, also hashes every byte and throws CHECKSUM_MISMATCH on a difference.
+   * A file replaced by rename passes: the mapping keeps serving the old file.
+   */
+  verify(options: VerifyOptions = {}): void {
+    verifySource(this.source, options);
   }
 
   /**

@@ -2,6 +2,7 @@ export { GgufError, GGUF_ERROR_CODES, type GgufErrorCode } from './errors.js';
 export { GGML_TYPES, ggmlTypeById, ggmlTypeByName, type GgmlType } from './ggml-types.js';
 export { GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
 export { GgufFile, openGguf, parseGguf, type OpenOptions } from './gguf-file.js';
+export type { VerifyOptions } from './verify.js';
 export { GgufMetadata, GgufArray, type GgufValue, type GgufNumericArray, type GgufEntryInfo } from './metadata.js';
 export { GgufTensor, type TensorView } from './tensor.js';
 export type { GgufBlock, Q4KBlock, Q6KBlock } from './blocks.js';

@@ -7,6 +7,8 @@ import { packageRoot } from './package-root.js';
 export interface NativeMapping {
   readonly size: number;
   readonly closed: boolean;
+  /** The file as it was when mapped: device, inode and mtime in nanoseconds, as decimal strings. */
+  readonly identity: { dev: string; ino: string; mtimeNs: string };
   /** An external ArrayBuffer over file bytes [offset, offset + length). */
   window(offset: number, length: number): ArrayBuffer;
   /** Detaches every window handed out, then unmaps. Idempotent. */

@@ -21,6 +21,8 @@ export interface ByteSource {
   locate(offset: number, length: number): Located;
   close(): void;
   readonly closed: boolean;
+  /** For a mapped file: its path and what it was when mapped (see GgufFile.verify). */
+  readonly origin?: { path: string; identity: { dev: string; ino: string; mtimeNs: string } };
 }
 
 export class MemorySource implements ByteSource {
@@ -68,12 +70,14 @@ export class MappedSource implements ByteSource {
   private readonly mapping: NativeMapping;
   private readonly windows = new Map<string, ArrayBuffer>();
   private headLength = 0;
+  readonly origin: { path: string; identity: { dev: string; ino: string; mtimeNs: string } };
 
   constructor(path: string, maxWindowBytes = bufferConstants.MAX_LENGTH) {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
     this.mapping = mapFile(path, limit);
     this.size = this.mapping.size;
+    this.origin = { path, identity: this.mapping.identity };
     this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }

@@ -36,6 +36,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     return DefineClass(env, "Mapping",
                        {InstanceAccessor<&Mapping::Size>("size"),
                         InstanceAccessor<&Mapping::Closed>("closed"),
+                        InstanceAccessor<&Mapping::Identity>("identity"),
                         InstanceMethod<&Mapping::Window>("window"),
                         InstanceMethod<&Mapping::Close>("close")});
   }
@@ -61,6 +62,17 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
  private:
   Napi::Value Size(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(region_->size()));
+  }
+
+  // { dev, ino, mtimeNs } as decimal strings (they may not fit a double).
+  Napi::Value Identity(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const Region::Identity& id = region_->identity();
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("dev", std::to_string(id.dev));
+    result.Set("ino", std::to_string(id.ino));
+    result.Set("mtimeNs", std::to_string(id.mtime_ns));
+    return result;
   }
 
   Napi::Value Closed(const Napi::CallbackInfo& info) {

@@ -13,6 +13,16 @@ std::atomic<int64_t> Region::live_count_{0};
 std::mutex Region::registry_mutex_;
 std::vector<Region*> Region::open_regions_;
 
+static Region::Identity IdentityOf(const struct stat& st) {
+#if defined(__APPLE__)
+  const struct timespec& mtime = st.st_mtimespec;
+#else
+  const struct timespec& mtime = st.st_mtim;
+#endif
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<uint64_t>(mtime.tv_sec) * 1000000000ull + static_cast<uint64_t>(mtime.tv_nsec)};
+}
+
 Region* Region::MapFile(const char* path, MapError* error) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below anyway.
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -42,6 +52,7 @@ Region* Region::MapFile(const char* path, MapError* error) {
     close(fd);
     Region* empty = new Region(nullptr, 0);
     empty->pages_mapped_ = false;
+    empty->identity_ = IdentityOf(st);
     return empty;
   }
   size_t size = static_cast<size_t>(st.st_size);
@@ -54,6 +65,7 @@ Region* Region::MapFile(const char* path, MapError* error) {
   }
   live_count_.fetch_add(1);
   Region* region = new Region(addr, size);
+  region->identity_ = IdentityOf(st);
   std::lock_guard<std::mutex> lock(registry_mutex_);
   open_regions_.push_back(region);
   return region;

@@ -23,6 +23,15 @@ class Region {
   // Maps `path` whole, read-only. On failure returns nullptr and fills `error`.
   static Region* MapFile(const char* path, MapError* error);
 
+  // What the file was when it was mapped, for GgufFile.verify(): device, inode, size and
+  // modification time (nanoseconds since the epoch).
+  struct Identity {
+    uint64_t dev;
+    uint64_t ino;
+    uint64_t mtime_ns;
+  };
+  const Identity& identity() const { return identity_; }
+
   const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
   size_t size() const { return size_; }
   bool unmapped() const { return unmapped_.load(); }
@@ -51,6 +60,7 @@ class Region {
 
   void* addr_;
   size_t size_;
+  Identity identity_{};
   std::atomic<uint32_t> holders_{1};
   std::atomic<bool> unmapped_{false};  // closed: no new JS or native access
   uint32_t pins_ = 0;                  // guarded by registry_mutex_

@@ -1,0 +1,156 @@
+import { readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { dequantize, GgufError, liveMappings, openGguf, writeGgufFile, type GgufWriteSpec } from '../lib/index.js';
+import { DIST_INDEX, runChild } from './helpers/child.js';
+import { tempDir } from './helpers/tmp.js';
+
+const dir = tempDir();
+
+/** A file with a Q4_K tensor (distinct bytes per `tag`) and some metadata. */
+function modelSpec(tag: number, rows = 64): GgufWriteSpec {
+  return {
+    metadata: {
+      'general.name': { type: 'STRING', value: `model ${tag}` },
+      tokens: { type: 'ARRAY', arrayType: 'STRING', value: Array.from({ length: 200 }, (_, i) => `t${i}`) },
+    },
+    tensors: [
+      { name: 'w', type: 'Q4_K', shape: [256, rows], data: new Uint8Array(144 * rows).map((_, j) => (j * 7 + tag) & 255) },
+      { name: 'norm', type: 'F32', shape: [256], data: new Uint8Array(new Float32Array(256).fill(tag).buffer) },
+    ],
+  };
+}
+
+function expectCode(fn: () => unknown, code: string): void {
+  expect(fn).toThrow(expect.objectContaining({ name: 'GgufError', code }));
+}
+
+describe('the mapping under change and stress', () => {
+  it('a file replaced by rename keeps serving the old bytes; verify() passes; a new open sees the new file', () => {
+    const path = join(dir, 'renamed.gguf');
+    writeGgufFile(path, modelSpec(1));
+    using old = openGguf(path);
+    const before = Buffer.from(old.tensor('w')!.bytes).toString('hex');
+    const replacement = join(dir, 'renamed.gguf.tmp');
+    writeGgufFile(replacement, modelSpec(2));
+    renameSync(replacement, path);
+    expect(Buffer.from(old.tensor('w')!.bytes).toString('hex')).toBe(before);
+    expect(old.metadata.get('general.name')).toBe('model 1');
+    old.verify();
+    using fresh = openGguf(path);
+    expect(fresh.metadata.get('general.name')).toBe('model 2');
+    expect(fresh.tensor('norm')!.view()[0]).toBe(2);
+  });
+
+  it('a file truncated while mapped: verify() throws FILE_CHANGED; reading the lost pages raises SIGBUS (child process)', () => {
+    const path = join(dir, 'truncated.gguf');
+    writeGgufFile(path, modelSpec(3, 4096)); // 590 KB of Q4_K
+    const r = runChild(`
+      import { truncateSync } from 'node:fs';
+      import { openGguf, GgufError } from ${JSON.stringify(DIST_INDEX)};
+      const g = openGguf(${JSON.stringify(path)});
+      const w = g.tensor('w');
+      truncateSync(${JSON.stringify(path)}, 8192);
+      try { g.verify(); console.log('verify passed'); } catch (e) { console.log(e instanceof GgufError ? e.code + ' ' + e.offset : 'other ' + e); }
+      const bytes = w.bytes;
+      console.log('reading');
+      let sum = 0;
+      for (let i = bytes.length - 1; i >= 0; i -= 4096) sum += bytes[i];
+      console.log('survived', sum);
+    `);
+    expect(r.stdout).toContain('FILE_CHANGED 8192');
+    expect(r.stdout).toContain('reading');
+    expect(r.stdout).not.toContain('survived');
+    expect(r.signal).toBe('SIGBUS');
+  });
+
+  it('verify(): modified in place gives FILE_CHANGED; sha256 checks every byte', () => {
+    const path = join(dir, 'verified.gguf');
+    writeGgufFile(path, modelSpec(4));
+    const digest = createHash('sha256').update(readFileSync(path)).digest('hex');
+    {
+      using g = openGguf(path);
+      g.verify({ sha256: digest });
+      expectCode(() => g.verify({ sha256: '0'.repeat(64) }), 'CHECKSUM_MISMATCH');
+    }
+    using g = openGguf(path);
+    const bytes = readFileSync(path);
+    bytes[bytes.length - 1] ^= 1;
+    writeFileSync(path, bytes); // same inode, rewritten in place
+    expectCode(() => g.verify(), 'FILE_CHANGED');
+  });
+
+  it('close() twice, and every access after close, are defined', async () => {
+    const path = join(dir, 'closed.gguf');
+    writeGgufFile(path, modelSpec(5));
+    const g = openGguf(path);
+    const w = g.tensor('w')!;
+    g.close();
+    g.close();
+    expect(g.closed).toBe(true);
+    for (const access of [() => w.bytes, () => w.view(), () => w.block(0), () => w.dequantize(), () => w.dequantizeRows(0, 1), () => g.metadata.array('tokens')!.at(0), () => g.metadata.array('tokens')!.toArray(), () => g.verify()]) {
+      expectCode(access, 'CLOSED');
+    }
+    await expect(w.dequantizeAsync()).rejects.toMatchObject({ code: 'CLOSED' });
+    // What was decoded at open stays readable.
+    expect([g.metadata.get('general.name'), w.name, w.shape]).toEqual(['model 5', 'w', [256, 64]]);
+  });
+
+  it('16 worker threads open, read, dequantize and close the same and different files for 3 s: no crash, no mapping left, memory flat', async () => {
+    const files = [0, 1, 2, 3].map((i) => {
+      const path = join(dir, `stress-${i}.gguf`);
+      writeGgufFile(path, modelSpec(10 + i, 256));
+      return path;
+    });
+    const want = files.map((_, i) => Array.from(dequantize('Q4_K', modelSpec(10 + i, 256).tensors![0]!.data!).subarray(0, 4)));
+    const script = `
+      import { parentPort, workerData } from 'node:worker_threads';
+      import { openGguf, GgufError } from ${JSON.stringify(DIST_INDEX)};
+      const { files, want, seconds, id } = workerData;
+      const end = Date.now() + seconds * 1000;
+      let opens = 0, mismatches = 0, pending = [];
+      while (Date.now() < end) {
+        // Half the workers share one file; the others go round all of them.
+        const i = id % 2 === 0 ? 0 : opens % files.length;
+        const g = openGguf(files[i]);
+        opens++;
+        const w = g.tensor('w');
+        const row = w.dequantizeRows(opens % w.rows, 1);
+        const whole = w.dequantize();
+        if (whole[0] !== want[i][0] || whole[3] !== want[i][3] || g.tensor('norm').view()[0] !== 10 + i) mismatches++;
+        if (g.metadata.array('tokens').at(199) !== 't199') mismatches++;
+        if (opens % 5 === 0) pending.push(w.dequantizeAsync().then((v) => { if (v[0] !== want[i][0]) mismatches++; }));
+        if (opens % 7 === 0) { pending.push(w.dequantizeAsync().catch(() => {})); g.close(); continue; }
+        if (opens % 3 !== 0) g.close(); // the rest are left to the garbage collector
+        if (pending.length > 8) { await Promise.all(pending); pending = []; }
+      }
+      await Promise.all(pending);
+      parentPort.postMessage({ opens, mismatches });
+    `;
+    const round = async () => {
+      const workers = Array.from({ length: 16 }, (_, id) => new Worker(new URL(`data:text/javascript,${encodeURIComponent(script)}`), { workerData: { files, want, seconds: 1.5, id } }));
+      // Listeners go on at once: a worker may exit right after its message.
+      const exited = workers.map((w) => new Promise((resolve) => w.once('exit', resolve)));
+      const results = await Promise.all(
+        workers.map((w) => new Promise<{ opens: number; mismatches: number }>((resolve, reject) => {
+          w.once('message', resolve);
+          w.once('error', reject);
+        })),
+      );
+      await Promise.all(exited);
+      return results;
+    };
+    const before = liveMappings();
+    const first = await round(); // warm-up: code, allocator arenas, thread stacks
+    const rss0 = process.memoryUsage().rss;
+    const second = await round();
+    const rss1 = process.memoryUsage().rss;
+    for (const r of [...first, ...second]) expect(r.mismatches).toBe(0);
+    expect(second.reduce((n, r) => n + r.opens, 0)).toBeGreaterThan(16 * 10);
+    // Every worker's mappings are gone once it has exited (closed, or collected at its exit).
+    expect(liveMappings()).toBe(before);
+    if (!(process.env.LD_PRELOAD ?? '').includes('libasan')) expect((rss1 - rss0) / 2 ** 20).toBeLessThan(64);
+  }, 60_000);
+});
