@@ -69,6 +69,16 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
     expect(failure(patch(arr, 41, u64le(1n << 50n)))).toEqual({ code: 'BAD_COUNT', offset: 41 });
   });
 
+  it('key and string lengths past the end of the file or over 1 GiB; keys that are not UTF-8', () => {
+    const file = oneKv({ k: { type: 'STRING', value: 'hello' } });
+    expect(failure(patch(file, HEADER, u64le(100n)))).toEqual({ code: 'TRUNCATED', offset: HEADER });
+    expect(failure(patch(file, HEADER, u64le((1n << 30n) + 1n)))).toEqual({ code: 'STRING_TOO_LONG', offset: HEADER });
+    // key 'k' (1 byte), type STRING at 33, the string's length at 37
+    expect(failure(patch(file, 37, u64le(1000n)))).toEqual({ code: 'TRUNCATED', offset: 37 });
+    expect(failure(patch(file, 37, u64le(1n << 40n)))).toEqual({ code: 'STRING_TOO_LONG', offset: 37 });
+    expect(failure(patch(file, HEADER + 8, [0xff]))).toEqual({ code: 'BAD_UTF8', offset: HEADER + 8 });
+  });
+
   it('value and array element types outside 0-12', () => {
     expect(failure(patch(oneKv({ a: { type: 'UINT8', value: 1 } }), 33, [13]))).toEqual({ code: 'BAD_VALUE_TYPE', offset: 33 });
     const arr = oneKv({ a: { type: 'ARRAY', arrayType: 'UINT8', value: [1] } });
