@@ -1,9 +1,9 @@
-import { readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { dequantize, GgufError, liveMappings, openGguf, writeGgufFile, type GgufWriteSpec } from '../lib/index.js';
+import { dequantize, liveMappings, openGguf, writeGgufFile, type GgufWriteSpec } from '../lib/index.js';
 import { DIST_INDEX, runChild } from './helpers/child.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -77,7 +77,7 @@ describe('the mapping under change and stress', () => {
     }
     using g = openGguf(path);
     const bytes = readFileSync(path);
-    bytes[bytes.length - 1] ^= 1;
+    bytes[bytes.length - 1]! ^= 1;
     writeFileSync(path, bytes); // same inode, rewritten in place
     expectCode(() => g.verify(), 'FILE_CHANGED');
   });

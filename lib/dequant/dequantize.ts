@@ -99,9 +99,7 @@ function plan(
   }
   const nblocks = bytes.byteLength / type.typeSize;
   const nelements = nblocks * type.blockSize;
-  if (out !== undefined && !(out instanceof Float32Array)) {
-    throw new GgufError('OUTPUT_TOO_SMALL', 'out must be a Float32Array', at.fileOffset);
-  }
+  if (out !== undefined && !(out instanceof Float32Array)) throw new TypeError('dequantize: out must be a Float32Array');
   if (out !== undefined && out.length < nelements) {
     throw new GgufError('OUTPUT_TOO_SMALL', `out holds ${out.length} floats, ${nelements} needed`, at.fileOffset);
   }
@@ -167,13 +165,14 @@ export async function dequantizeAsyncAt(
   const p = plan(type, bytes, out, options, at);
   const { typeSize, blockSize } = p.type;
   const report = options.onProgress;
+  if (p.nblocks === 0) return p.out;
   if (p.native) {
     const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
     const parts = p.nelements < SPLIT_MIN_ELEMENTS ? 1 : Math.min(threads, p.nblocks);
     const per = Math.ceil(p.nblocks / parts);
     let done = 0;
     const jobs: Promise<void>[] = [];
-    for (let first = 0; first < p.nblocks || jobs.length === 0; first += per) {
+    for (let first = 0; first < p.nblocks; first += per) {
       const count = Math.min(per, p.nblocks - first);
       const src = bytes.subarray(first * typeSize, (first + count) * typeSize);
       jobs.push(
@@ -184,7 +183,6 @@ export async function dequantizeAsyncAt(
             report?.(done, p.nelements);
           }),
       );
-      if (count <= 0) break;
     }
     await Promise.all(jobs);
     return p.out;
