@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { mulberry32 } from './prng.js';
 import type { GgufWriteSpec, GgufWriteValue } from './writer.js';
 
 /**
@@ -7,7 +8,8 @@ import type { GgufWriteSpec, GgufWriteValue } from './writer.js';
  * Deterministic: the same bytes on every build.
  */
 export function sampleSpec(): GgufWriteSpec {
-  const random = mulberry32(0x9e3779b9);
+  const next = mulberry32(0x9e3779b9);
+  const random = () => next() / 2 ** 32;
   const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(random() * 256));
   // Quantized blocks with a sane f16 scale (0x2c00 = 1/16) where ggml puts it.
   const blocks = (count: number, size: number, scaleAt: number[]) => {
@@ -56,15 +58,4 @@ function halves(random: () => number, n: number): Uint8Array {
   // f16 values in [-1, 1): sign, exponent 0..14, any mantissa.
   const out = new Uint16Array(n).map(() => (random() < 0.5 ? 0x8000 : 0) | (Math.floor(random() * 15) << 10) | Math.floor(random() * 1024));
   return new Uint8Array(out.buffer);
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -4,19 +4,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeGguf, GGML_TYPES } from '../lib/index.js';
 import { parseLayout } from '../lib/parse.js';
+import { mulberry32 } from '../lib/prng.js';
 import { everyTypeSpec } from './truncation-sweep.js';
-
-/** Deterministic 32-bit random numbers (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 interface Field {
   at: number;
@@ -180,7 +169,7 @@ function mutate(bytes: Uint8Array, seed: Seed, seeds: Seed[], next: () => number
 
 /** Case `index` of run `seed`: a seed file with one to four mutations. */
 export function makeCase(seeds: Seed[], seed: number, index: number): { bytes: Uint8Array; label: string } {
-  const next = rng((Math.imul(seed, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
+  const next = mulberry32((Math.imul(seed, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
   const base = seeds[next() % seeds.length]!;
   let bytes: Uint8Array = base.bytes.slice();
   const labels: string[] = [];
