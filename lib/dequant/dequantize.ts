@@ -34,20 +34,23 @@ interface Placement {
 
 // Below this many elements a split is not worth a thread hop.
 const SPLIT_MIN_ELEMENTS = 1 << 20;
-// TypeScript work without a native kernel runs in slices of this many blocks, yielding between.
+// TypeScript work without a native kernel runs in slices of about this many bytes, yielding between.
 const JS_SLICE_BYTES = 4 << 20;
 
-/** The ggml type a name ('Q4_K', 'q4_K', 'iq4_nl', ...) or type row stands for. */
-export function resolveType(type: string | GgmlType, fileOffset = 0): GgmlType {
-  if (typeof type !== 'string') return type;
-  const found = ggmlTypeByName(type) ?? ggmlTypeByName(type.toUpperCase());
-  if (found === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `unknown ggml type '${type}'`, fileOffset);
+/** The type a name ('Q4_K', or ggml's own spelling 'q4_K', 'iq4_nl') or type row stands for. */
+function lookupType(type: string | GgmlType): GgmlType | undefined {
+  return typeof type === 'string' ? (ggmlTypeByName(type) ?? ggmlTypeByName(type.toUpperCase())) : type;
+}
+
+function resolveType(type: string | GgmlType, fileOffset: number): GgmlType {
+  const found = lookupType(type);
+  if (found === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `unknown ggml type '${String(type)}'`, fileOffset);
   return found;
 }
 
 /** Whether values of this type can be dequantized (every type with a ggml dequantizer, plus F32/F64/I8/I16/I32). */
 export function canDequantize(type: string | GgmlType): boolean {
-  const t = typeof type === 'string' ? (ggmlTypeByName(type) ?? ggmlTypeByName(type.toUpperCase())) : type;
+  const t = lookupType(type);
   return t !== undefined && TS_KERNELS[t.name] !== undefined;
 }
 
@@ -105,12 +108,13 @@ function plan(
   }
   const littleEndian = options.littleEndian ?? true;
   const backend = options.backend ?? 'auto';
-  // The native kernels read little-endian data only (quantized blocks always are).
-  const nativeable = (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
+  // The native kernels read little-endian data only (quantized blocks always are). 'js' never
+  // touches the addon.
+  const nativeable = backend !== 'js' && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
   if (backend === 'native' && !nativeable) {
     throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${littleEndian ? '' : ' in a big-endian file'}`, at.fileOffset);
   }
-  return { type, nblocks, nelements, out: out ?? new Float32Array(nelements), native: backend !== 'js' && nativeable, littleEndian };
+  return { type, nblocks, nelements, out: out ?? new Float32Array(nelements), native: nativeable, littleEndian };
 }
 
 function runSync(p: Plan, bytes: Uint8Array): void {
