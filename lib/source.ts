@@ -70,16 +70,22 @@ export class MappedSource implements ByteSource {
   private readonly mapping: NativeMapping;
   private readonly windows = new Map<string, ArrayBuffer>();
   private headLength = 0;
-  readonly origin: { path: string; identity: { dev: string; ino: string; mtimeNs: string } };
 
-  constructor(path: string, maxWindowBytes = bufferConstants.MAX_LENGTH) {
+  constructor(
+    private readonly path: string,
+    maxWindowBytes = bufferConstants.MAX_LENGTH,
+  ) {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
     this.mapping = mapFile(path, limit);
     this.size = this.mapping.size;
-    this.origin = { path, identity: this.mapping.identity };
     this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
+  }
+
+  /** Asked for by verify() only, so opening does not pay for it. */
+  get origin(): { path: string; identity: { dev: string; ino: string; mtimeNs: string } } {
+    return { path: this.path, identity: this.mapping.identity };
   }
 
   // Kept in JS: checked on every tensor access, where a call into the addon would cost more.
