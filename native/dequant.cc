@@ -46,8 +46,7 @@ Isa CurrentIsa() {
 }
 
 // The kernel for one slot: the chosen set's, else the portable one.
-template <typename Slot>
-DequantFn Pick(Slot slot) {
+DequantFn Pick(DequantFn KernelSet::*slot) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (CurrentIsa() == Isa::kAvx2 && kAvx2Kernels.*slot != nullptr) return kAvx2Kernels.*slot;
 #endif
@@ -56,22 +55,42 @@ DequantFn Pick(Slot slot) {
 
 }  // namespace
 
+namespace {
+
+// The types with native kernels: ggml type id, elements and bytes per block, kernel slot.
+struct KernelShape {
+  int type_id;
+  int block_size;
+  int type_size;
+  DequantFn KernelSet::*slot;
+};
+
+constexpr KernelShape kKernelShapes[] = {
+    {1, 1, 2, &KernelSet::f16},        {30, 1, 2, &KernelSet::bf16},
+    {2, 32, 18, &KernelSet::q4_0},     {8, 32, 34, &KernelSet::q8_0},
+    {12, 256, 144, &KernelSet::q4_k},  {13, 256, 176, &KernelSet::q5_k},
+    {14, 256, 210, &KernelSet::q6_k},  {20, 32, 18, &KernelSet::iq4_nl},
+};
+
+}  // namespace
+
 bool FindDequantKernel(int type_id, DequantKernel* kernel) {
-  // ggml type ids, block sizes and bytes per block of the types with native kernels.
-  switch (type_id) {
-    case 1: *kernel = {1, 1, 2, Pick(&KernelSet::f16)}; return true;
-    case 30: *kernel = {30, 1, 2, Pick(&KernelSet::bf16)}; return true;
-    case 2: *kernel = {2, 32, 18, Pick(&KernelSet::q4_0)}; return true;
-    case 8: *kernel = {8, 32, 34, Pick(&KernelSet::q8_0)}; return true;
-    case 12: *kernel = {12, 256, 144, Pick(&KernelSet::q4_k)}; return true;
-    case 13: *kernel = {13, 256, 176, Pick(&KernelSet::q5_k)}; return true;
-    case 14: *kernel = {14, 256, 210, Pick(&KernelSet::q6_k)}; return true;
-    case 20:
-      if (!iq4nl_ready.load()) return false;
-      *kernel = {20, 32, 18, Pick(&KernelSet::iq4_nl)};
-      return true;
-    default: return false;
+  for (const KernelShape& shape : kKernelShapes) {
+    if (shape.type_id != type_id) continue;
+    if (type_id == 20 && !iq4nl_ready.load()) return false;  // IQ4_NL needs its table first
+    *kernel = {shape.type_id, shape.block_size, shape.type_size, Pick(shape.slot)};
+    return true;
   }
+  return false;
+}
+
+std::vector<int> DequantTypeIds() {
+  std::vector<int> ids;
+  for (const KernelShape& shape : kKernelShapes) {
+    DequantKernel kernel;
+    if (FindDequantKernel(shape.type_id, &kernel)) ids.push_back(shape.type_id);
+  }
+  return ids;
 }
 
 const char* DequantIsa() {

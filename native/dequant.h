@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gguf_mmap {
 
@@ -19,6 +20,9 @@ struct DequantKernel {
 
 // The fastest kernel this CPU can run for `type_id`; false when there is none.
 bool FindDequantKernel(int type_id, DequantKernel* kernel);
+
+// Type ids that have a native kernel now (IQ4_NL once its table is set).
+std::vector<int> DequantTypeIds();
 
 // The instruction set the kernels were chosen for: "avx2" or "portable".
 const char* DequantIsa();

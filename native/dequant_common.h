@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dequant.h"
+
 namespace gguf_mmap {
 
 // float32 bits of an IEEE half, as ggml converts it: exact; a NaN keeps sign and payload and is
@@ -71,14 +73,14 @@ extern int8_t g_iq4nl_values[16];
 
 // Kernel sets, one per instruction set; each lists the same types (nullptr where it has none).
 struct KernelSet {
-  void (*f16)(const uint8_t*, size_t, float*);
-  void (*bf16)(const uint8_t*, size_t, float*);
-  void (*q4_0)(const uint8_t*, size_t, float*);
-  void (*q8_0)(const uint8_t*, size_t, float*);
-  void (*q4_k)(const uint8_t*, size_t, float*);
-  void (*q5_k)(const uint8_t*, size_t, float*);
-  void (*q6_k)(const uint8_t*, size_t, float*);
-  void (*iq4_nl)(const uint8_t*, size_t, float*);
+  DequantFn f16;
+  DequantFn bf16;
+  DequantFn q4_0;
+  DequantFn q8_0;
+  DequantFn q4_k;
+  DequantFn q5_k;
+  DequantFn q6_k;
+  DequantFn iq4_nl;
 };
 
 extern const KernelSet kPortableKernels;

@@ -18,8 +18,6 @@
 namespace gguf_mmap {
 namespace {
 
-const int kNativeTypeIds[] = {1, 30, 2, 8, 12, 13, 14, 20};
-
 struct Job {
   DequantKernel kernel;
   const uint8_t* src;
@@ -111,10 +109,7 @@ Napi::Value DequantInfo(const Napi::CallbackInfo& info) {
   result.Set("isa", DequantIsa());
   Napi::Array ids = Napi::Array::New(env);
   uint32_t n = 0;
-  for (int id : kNativeTypeIds) {
-    DequantKernel kernel;
-    if (FindDequantKernel(id, &kernel)) ids.Set(n++, id);
-  }
+  for (int id : DequantTypeIds()) ids.Set(n++, id);
   result.Set("typeIds", ids);
   return result;
 }
