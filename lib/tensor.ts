@@ -75,12 +75,7 @@ export class GgufTensor {
 
   /** The tensor's bytes as stored: a view of the file's memory, never a copy. */
   get bytes(): Uint8Array {
-    if (this.source.closed) throw new GgufError('CLOSED', `tensor '${this.name}' read after close()`, this.fileOffset);
-    if (this.cachedBytes === undefined) {
-      if (this.nbytes === 0) return new Uint8Array(0);
-      const { buffer, byteOffset } = this.source.locate(this.fileOffset, this.nbytes);
-      this.cachedBytes = new Uint8Array(buffer, byteOffset, this.nbytes);
-    }
+    if (this.cachedBytes === undefined || this.source.closed) this.cachedBytes = this.rangeBytes(0, this.nbytes);
     return this.cachedBytes;
   }
 
@@ -130,7 +125,7 @@ export class GgufTensor {
    * at least `nelements`) it writes there and returns it, allocating nothing.
    */
   dequantize(out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
-    return dequantizeAt(this.ggmlType, this.bytes, out, { ...options, littleEndian: this.littleEndian }, this.placement(0));
+    return dequantizeAt(this.ggmlType, this.bytes, out, ...this.dequantArgs(options, 0));
   }
 
   /**
@@ -143,7 +138,7 @@ export class GgufTensor {
       throw new GgufError('ROW_OUT_OF_RANGE', `rows ${first}..${first + count} of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
     }
     const rowBytes = this.rowBytes();
-    return dequantizeAt(this.ggmlType, this.rangeBytes(first * rowBytes, count * rowBytes), out, { ...options, littleEndian: this.littleEndian }, this.placement(first * rowBytes));
+    return dequantizeAt(this.ggmlType, this.rangeBytes(first * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, first * rowBytes));
   }
 
   /**
@@ -152,7 +147,7 @@ export class GgufTensor {
    */
   dequantizeAsync(out?: Float32Array, options: Omit<DequantizeAsyncOptions, 'littleEndian'> = {}): Promise<Float32Array> {
     try {
-      return dequantizeAsyncAt(this.ggmlType, this.bytes, out, { ...options, littleEndian: this.littleEndian }, this.placement(0));
+      return dequantizeAsyncAt(this.ggmlType, this.bytes, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -171,7 +166,9 @@ export class GgufTensor {
     return new Uint8Array(buffer, byteOffset, length);
   }
 
-  private placement(start: number): { fileOffset: number; closed: () => boolean } {
-    return { fileOffset: this.fileOffset + start, closed: () => this.source.closed };
+  /** Dequantization options with this file's byte order, and where errors point. */
+  private dequantArgs<T extends DequantizeOptions>(options: Omit<T, 'littleEndian'>, start: number) {
+    const at = { fileOffset: this.fileOffset + start, closed: () => this.source.closed };
+    return [{ ...options, littleEndian: this.littleEndian } as T, at] as const;
   }
 }

@@ -1,4 +1,4 @@
-import { HOST_LITTLE_ENDIAN } from '../elements.js';
+import { canView } from '../elements.js';
 import { f16Table } from '../f16.js';
 import type { BlockKernel } from './kernel.js';
 
@@ -18,7 +18,7 @@ function u16At(src: Uint8Array, i: number, littleEndian: boolean): number {
 
 /** The elements in place when byte order and alignment allow, else undefined. */
 function direct16(src: Uint8Array, n: number, littleEndian: boolean): Uint16Array | undefined {
-  return littleEndian === HOST_LITTLE_ENDIAN && src.byteOffset % 2 === 0 ? new Uint16Array(src.buffer, src.byteOffset, n) : undefined;
+  return canView(2, src.byteOffset, littleEndian) ? new Uint16Array(src.buffer, src.byteOffset, n) : undefined;
 }
 
 export const convertF16: BlockKernel = (src, n, out, at, littleEndian = true) => {
@@ -50,7 +50,7 @@ type NumberArray = Int16Array | Int32Array | Float64Array;
 function valueConverter(View: { new (b: ArrayBufferLike, o: number, n: number): NumberArray; BYTES_PER_ELEMENT: number }, get: Getter): BlockKernel {
   const width = View.BYTES_PER_ELEMENT;
   return (src, n, out, at, littleEndian = true) => {
-    if (littleEndian === HOST_LITTLE_ENDIAN && src.byteOffset % width === 0) {
+    if (canView(width, src.byteOffset, littleEndian)) {
       const values = new View(src.buffer, src.byteOffset, n);
       for (let i = 0; i < n; i++) out[at + i] = values[i]!;
       return;
@@ -63,7 +63,7 @@ function valueConverter(View: { new (b: ArrayBufferLike, o: number, n: number): 
 // F32 is copied as bits, so NaN payloads survive.
 export const convertF32: BlockKernel = (src, n, out, at, littleEndian = true) => {
   const bits = bitsOf(out);
-  if (littleEndian === HOST_LITTLE_ENDIAN && src.byteOffset % 4 === 0) {
+  if (canView(4, src.byteOffset, littleEndian)) {
     bits.set(new Uint32Array(src.buffer, src.byteOffset, n), at);
     return;
   }
