@@ -101,16 +101,18 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const memoryMb = options.memoryMb ?? 1024;
   const script = join(packageRoot(), 'dist/scripts/fuzz.js');
   const report: FuzzReport = { cases: 0, opened: 0, rejected: {}, bugs: [], seconds: 0 };
-  const seeds = options.saveDir ? loadSeeds(options.sharedDir) : undefined;
+  // The parent rebuilds a case only to save or label a bug: the seed files are loaded then.
+  let seeds: ReturnType<typeof loadSeeds> | undefined;
+  const caseOf = (index: number) => makeCase((seeds ??= loadSeeds(options.sharedDir)), options.seed, index);
   let nextChunk = 0;
 
   const record = (r: CaseOutcome): void => {
     report.cases++;
     if ('bug' in r) {
       report.bugs.push({ index: r.index, label: r.label, problem: r.bug });
-      if (options.saveDir && seeds) {
+      if (options.saveDir) {
         mkdirSync(options.saveDir, { recursive: true });
-        writeFileSync(join(options.saveDir, `seed${options.seed}-case${r.index}.gguf`), makeCase(seeds, options.seed, r.index).bytes);
+        writeFileSync(join(options.saveDir, `seed${options.seed}-case${r.index}.gguf`), caseOf(r.index).bytes);
       }
     } else if (r.outcome === 'opened') {
       report.opened++;
@@ -126,8 +128,6 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       let inFlight = -1; // the case the child is working on
       let end = -1; // end of its chunk
       let lastReport = Date.now();
-      let seeds: ReturnType<typeof loadSeeds> | undefined;
-      const labelOf = (index: number) => makeCase((seeds ??= loadSeeds(options.sharedDir)), options.seed, index).label;
       const sendChunk = (): void => {
         if (nextChunk >= options.iterations) {
           proc.send('stop');
@@ -170,7 +170,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           if (inFlight >= 0 && inFlight < end) {
             // The child died or hung on case `inFlight`: blame it, carry on after it.
             const hung = Date.now() - lastReport > timeoutMs;
-            record({ index: inFlight, bug: hung ? `timeout: over ${timeoutMs} ms` : `crash: exit ${code ?? signal} ${stderr.trim()}`, label: labelOf(inFlight) });
+            record({ index: inFlight, bug: hung ? `timeout: over ${timeoutMs} ms` : `crash: exit ${code ?? signal} ${stderr.trim()}`, label: caseOf(inFlight).label });
             start(inFlight + 1);
             return;
           }
