@@ -1,6 +1,9 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { GgufMetadata } from './metadata.js';
 import { GgufError } from './errors.js';
-import { parseLayout, type GgufLayout } from './parse.js';
+import { parseLayout, type GgufLayout, type ParseLimits } from './parse.js';
+import type { TensorTable } from './tensor-table.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
 import { verifySource, type VerifyOptions } from './verify.js';
@@ -12,6 +15,8 @@ export interface OpenOptions {
    * At least 64 KiB.
    */
   maxWindowBytes?: number;
+  /** Bounds on what the header may claim (see README, "Hostile files"); LIMIT_EXCEEDED past them. */
+  limits?: ParseLimits;
 }
 
 /**
@@ -26,12 +31,16 @@ export class GgufFile implements Disposable {
   readonly dataOffset: number;
   readonly fileSize: number;
   readonly metadata: GgufMetadata;
-  /** Tensors in file order. */
-  readonly tensors: readonly GgufTensor[];
-  private readonly byName: Map<string, GgufTensor>;
+  private readonly table: TensorTable;
+  /** GgufTensor objects, made when first asked for: a header's tensor infos stay compact until then. */
+  private readonly made: Array<GgufTensor | undefined> = [];
+  private all: readonly GgufTensor[] | undefined;
 
-  constructor(private readonly source: ByteSource) {
-    const { view, layout } = readHeader(source);
+  constructor(
+    private readonly source: ByteSource,
+    limits: ParseLimits = {},
+  ) {
+    const { view, layout } = readHeader(source, limits);
     this.version = layout.version;
     this.endian = layout.littleEndian ? 'little' : 'big';
     this.alignment = layout.alignment;
@@ -44,13 +53,33 @@ export class GgufFile implements Disposable {
       wideCounts: layout.version >= 2,
       closed: () => source.closed,
     });
-    this.tensors = Object.freeze(layout.tensors.map((t) => new GgufTensor(t, layout.dataOffset, source, layout.littleEndian)));
-    this.byName = new Map(this.tensors.map((t) => [t.name, t]));
+    this.table = layout.tensors;
+  }
+
+  /** Number of tensors, without making their objects. */
+  get tensorCount(): number {
+    return this.table.count;
+  }
+
+  /** Tensors in file order (every GgufTensor object is made on first use). */
+  get tensors(): readonly GgufTensor[] {
+    this.all ??= Object.freeze(Array.from({ length: this.table.count }, (_, i) => this.tensorAt(i)));
+    return this.all;
   }
 
   /** The tensor with this name, or undefined. */
   tensor(name: string): GgufTensor | undefined {
-    return this.byName.get(name);
+    const i = this.table.find(name);
+    return i < 0 ? undefined : this.tensorAt(i);
+  }
+
+  private tensorAt(i: number): GgufTensor {
+    let t = this.made[i];
+    if (t === undefined) {
+      t = new GgufTensor(this.table.record(i), this.dataOffset, this.source, this.endian === 'little');
+      this.made[i] = t;
+    }
+    return t;
   }
 
   get closed(): boolean {
@@ -68,8 +97,10 @@ export class GgufFile implements Disposable {
   }
 
   /**
-   * Unmaps the file. Every view handed out (tensor bytes, typed views, metadata arrays that were
-   * views) becomes empty: length 0, reads give undefined. Calling close() again does nothing.
+   * Lets go of the file. Views handed out before (tensor bytes, typed views, metadata arrays that
+   * were views) keep their length but read zeros from then on, so nothing that still reads one
+   * (yours, or Node's own async work) can fault; the memory goes when the last of them is
+   * garbage. Access through this object throws CLOSED. Calling close() again does nothing.
    */
   close(): void {
     this.source.close();
@@ -81,11 +112,11 @@ export class GgufFile implements Disposable {
 }
 
 /** Parses the header through the source's head window, growing it while the header runs past. */
-function readHeader(source: ByteSource): { view: DataView; layout: GgufLayout } {
+function readHeader(source: ByteSource, limits: ParseLimits): { view: DataView; layout: GgufLayout } {
   let view = source.head()!;
   for (;;) {
     try {
-      return { view, layout: parseLayout(view, source.size) };
+      return { view, layout: parseLayout(view, source.size, limits) };
     } catch (error) {
       const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(view.byteLength * 4) : undefined;
       if (longer === undefined) throw error;
@@ -95,19 +126,32 @@ function readHeader(source: ByteSource): { view: DataView; layout: GgufLayout } 
 }
 
 /** Parses a GGUF file held in memory. The tensors view `bytes`; nothing is copied. */
-export function parseGguf(bytes: ArrayBuffer | ArrayBufferView): GgufFile {
-  return new GgufFile(new MemorySource(bytes));
+export function parseGguf(bytes: ArrayBuffer | ArrayBufferView, options: Pick<OpenOptions, 'limits'> = {}): GgufFile {
+  return new GgufFile(new MemorySource(bytes), options.limits);
+}
+
+/** A path as fs takes it (string, Buffer, file: URL), made absolute; NUL bytes are refused as fs refuses them. */
+function toFilePath(path: string | URL | Buffer): string {
+  let text: string;
+  if (typeof path === 'string') text = path;
+  else if (path instanceof URL) text = fileURLToPath(path);
+  else if (Buffer.isBuffer(path)) text = new TextDecoder('utf-8', { fatal: true }).decode(path);
+  else throw new TypeError(`openGguf: path must be a string, Buffer or file: URL, not ${path === null ? 'null' : typeof path}`);
+  if (text.includes('\0')) {
+    throw Object.assign(new TypeError(`openGguf: path must not contain NUL bytes: ${JSON.stringify(text)}`), { code: 'ERR_INVALID_ARG_VALUE' });
+  }
+  return resolve(text);
 }
 
 /**
- * Maps the file at `path` read-only and parses its header. I/O problems throw the system error
- * (code ENOENT, EISDIR, ...); invalid contents throw a GgufError. The mapping is released by
- * close() (or `using`), or once the file and every view of it are garbage.
+ * Maps the file at `path` and parses its header. I/O problems throw the system error (code
+ * ENOENT, EISDIR, ...); invalid contents throw a GgufError. The file is let go by close() (or
+ * `using`), or once the file and every view of it are garbage.
  */
-export function openGguf(path: string, options: OpenOptions = {}): GgufFile {
-  const source = new MappedSource(path, options.maxWindowBytes);
+export function openGguf(path: string | URL | Buffer, options: OpenOptions = {}): GgufFile {
+  const source = new MappedSource(toFilePath(path), options.maxWindowBytes);
   try {
-    return new GgufFile(source);
+    return new GgufFile(source, options.limits);
   } catch (error) {
     source.close();
     throw error;

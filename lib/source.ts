@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { GgufError } from './errors.js';
-import { mapFile, type NativeMapping } from './native.js';
+import { mapFile, type FileIdentity, type NativeMapping } from './native.js';
 
 /** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
 export interface Located {
@@ -19,10 +19,35 @@ export interface ByteSource {
   head(minLength?: number): DataView | undefined;
   /** A buffer holding all of [offset, offset + length); the range is inside the file. */
   locate(offset: number, length: number): Located;
+  /** Ranges up to this long never need a window of their own. */
+  readonly sliceLength: number;
   close(): void;
   readonly closed: boolean;
-  /** For a mapped file: its path and what it was when mapped (see GgufFile.verify). */
-  readonly origin?: { path: string; identity: { dev: string; ino: string; mtimeNs: string } };
+  /** Throws CLOSED after close(), FILE_CHANGED once pages of the file were lost; `offset` is for the error. */
+  check(offset: number): void;
+  /** For a mapped file: what verify() compares (see GgufFile.verify). */
+  readonly origin?: MappedOrigin;
+}
+
+export interface MappedOrigin {
+  readonly path: string;
+  /** The file when it was mapped. */
+  readonly identity: FileIdentity;
+  /** The mapped file now, read from the file itself (a rename or chdir does not change which). */
+  current(): FileIdentity | null;
+}
+
+/**
+ * Each window carries its source under this key, so that a view handed to a module-level
+ * function (dequantize(type, tensor.bytes)) is still checked for CLOSED and FILE_CHANGED. (A
+ * WeakMap from windows to sources grew V8's heap with every file opened and closed.)
+ */
+const SOURCE = Symbol('gguf-mmap source');
+type Tagged = ArrayBufferLike & { [SOURCE]?: ByteSource };
+
+/** Throws as the source of `buffer` would (CLOSED, FILE_CHANGED) if it is a window over a mapping. */
+export function checkBuffer(buffer: ArrayBufferLike, offset: number): void {
+  (buffer as Tagged)[SOURCE]?.check(offset);
 }
 
 export class MemorySource implements ByteSource {
@@ -45,7 +70,11 @@ export class MemorySource implements ByteSource {
   locate(offset: number): Located {
     return { buffer: this.bytes.buffer as ArrayBuffer, byteOffset: this.bytes.byteOffset + offset };
   }
+  get sliceLength(): number {
+    return this.bytes.byteLength;
+  }
   close(): void {}
+  check(): void {}
 }
 
 const PAGE = 4096;
@@ -68,6 +97,8 @@ export class MappedSource implements ByteSource {
   readonly windowSize: number;
   private readonly stride: number;
   private readonly mapping: NativeMapping;
+  /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
+  private readonly status: Uint32Array;
   private readonly windows = new Map<string, ArrayBuffer>();
   private headLength = 0;
 
@@ -78,14 +109,25 @@ export class MappedSource implements ByteSource {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
     this.mapping = mapFile(path, limit);
+    this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
     this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }
 
   /** Asked for by verify() only, so opening does not pay for it. */
-  get origin(): { path: string; identity: { dev: string; ino: string; mtimeNs: string } } {
-    return { path: this.path, identity: this.mapping.identity };
+  get origin(): MappedOrigin {
+    const mapping = this.mapping;
+    return { path: this.path, identity: mapping.identity, current: () => mapping.currentIdentity() };
+  }
+
+  get sliceLength(): number {
+    return this.stride;
+  }
+
+  /** False when the kernel refused a writable private mapping (strict overcommit): see README. */
+  get copyOnWrite(): boolean {
+    return this.mapping.copyOnWrite;
   }
 
   // Kept in JS: checked on every tensor access, where a call into the addon would cost more.
@@ -94,12 +136,19 @@ export class MappedSource implements ByteSource {
     return this.isClosed;
   }
 
+  check(offset: number): void {
+    if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', offset);
+    if ((this.status[0]! & 1) !== 0) {
+      throw new GgufError('FILE_CHANGED', `'${this.path}' lost pages while mapped (truncated by another process?); they read as zeros`, offset);
+    }
+  }
+
   head(minLength = HEAD_BYTES): DataView | undefined {
     // An empty file has nothing mapped: the parser sees zero bytes and reports TRUNCATED.
     if (this.size === 0) return this.headLength++ === 0 ? new DataView(new ArrayBuffer(0)) : undefined;
     const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
     if (length <= this.headLength) return undefined; // cannot grow past what we have
-    this.windows.delete(`head:0`);
+    this.windows.delete('head@0');
     this.headLength = length;
     return new DataView(this.window('head', 0, length));
   }
@@ -119,7 +168,7 @@ export class MappedSource implements ByteSource {
       const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
       return { buffer, byteOffset: offset - gridStart };
     }
-    return { buffer: this.window('own', offset, length), byteOffset: 0 };
+    return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
   }
 
   close(): void {
@@ -128,13 +177,15 @@ export class MappedSource implements ByteSource {
     this.windows.clear();
   }
 
+  /** The window `kind` at `start`; an own window's kind includes its length. */
   private window(kind: string, start: number, length: number): ArrayBuffer {
-    if (this.closed) throw new GgufError('CLOSED', 'the file has been closed', start);
-    const key = `${kind}:${start}`;
+    this.check(start);
+    const key = `${kind}@${start}`;
     let buffer = this.windows.get(key);
     if (buffer === undefined) {
       buffer = this.mapping.window(start, length);
       this.windows.set(key, buffer);
+      Object.defineProperty(buffer, SOURCE, { value: this });
     }
     return buffer;
   }

@@ -2,7 +2,7 @@ import { blockAt, type GgufBlock } from './blocks.js';
 import type { GgmlType } from './ggml-types.js';
 import { canView, elementsAt } from './elements.js';
 import { GgufError } from './errors.js';
-import type { TensorRecord } from './parse.js';
+import type { TensorRecord } from './tensor-table.js';
 import type { ByteSource } from './source.js';
 import {
   dequantizeAsyncAt,
@@ -75,7 +75,8 @@ export class GgufTensor {
 
   /** The tensor's bytes as stored: a view of the file's memory, never a copy. */
   get bytes(): Uint8Array {
-    if (this.cachedBytes === undefined || this.source.closed) this.cachedBytes = this.rangeBytes(0, this.nbytes);
+    this.source.check(this.fileOffset);
+    if (this.cachedBytes === undefined) this.cachedBytes = this.rangeBytes(0, this.nbytes);
     return this.cachedBytes;
   }
 
@@ -159,7 +160,7 @@ export class GgufTensor {
 
   /** A view of [start, start + length) of the tensor's bytes, locating only that range. */
   private rangeBytes(start: number, length: number): Uint8Array {
-    if (this.source.closed) throw new GgufError('CLOSED', `tensor '${this.name}' read after close()`, this.fileOffset);
+    this.source.check(this.fileOffset);
     if (length === 0) return new Uint8Array(0);
     if (this.cachedBytes !== undefined) return this.cachedBytes.subarray(start, start + length);
     const { buffer, byteOffset } = this.source.locate(this.fileOffset + start, length);
@@ -168,7 +169,8 @@ export class GgufTensor {
 
   /** Dequantization options with this file's byte order, and where errors point. */
   private dequantArgs<T extends DequantizeOptions>(options: Omit<T, 'littleEndian'>, start: number) {
-    const at = { fileOffset: this.fileOffset + start, closed: () => this.source.closed };
+    const fileOffset = this.fileOffset + start;
+    const at = { fileOffset, check: () => this.source.check(fileOffset) };
     return [{ ...options, littleEndian: this.littleEndian } as T, at] as const;
   }
 }

@@ -1,13 +1,13 @@
 // Node-API binding: a Mapping object over a Region, handing out external ArrayBuffers (windows)
-// over parts of it. close() detaches every window before unmapping, so a view kept after close
-// reads as empty instead of touching unmapped memory.
+// over parts of it. Windows are never detached: after close() they read zeros (region.h), so
+// nothing that still holds one, or a raw pointer into one, can touch unmapped memory.
 #include <napi.h>
 
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "dequant_napi.h"
+#include "fault_guard.h"
 #include "region.h"
 #include "string_walk.h"
 
@@ -30,13 +30,36 @@ void FinalizeWindow(napi_env /*env*/, void* /*data*/, void* hint) {
   static_cast<Region*>(hint)->Release();
 }
 
+// An external ArrayBuffer over `length` bytes at `data` that holds the Region until it is
+// collected. Node runs the finalizer itself when creation fails, so the hold is not leaked then.
+Napi::ArrayBuffer HoldingBuffer(Napi::Env env, Region* region, void* data, size_t length) {
+  region->Retain();
+  napi_value buffer;
+  napi_status status = napi_create_external_arraybuffer(env, data, length, FinalizeWindow, region, &buffer);
+  if (status != napi_ok) throw Napi::Error::New(env, "cannot create an ArrayBuffer over the mapping");
+  return Napi::ArrayBuffer(env, buffer);
+}
+
+Napi::Object IdentityObject(Napi::Env env, const Region::Identity& id) {
+  Napi::Object result = Napi::Object::New(env);
+  // Decimal strings: they may not fit a double.
+  result.Set("dev", std::to_string(id.dev));
+  result.Set("ino", std::to_string(id.ino));
+  result.Set("size", std::to_string(id.size));
+  result.Set("mtimeNs", std::to_string(id.mtime_ns));
+  return result;
+}
+
 class Mapping : public Napi::ObjectWrap<Mapping> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "Mapping",
                        {InstanceAccessor<&Mapping::Size>("size"),
                         InstanceAccessor<&Mapping::Closed>("closed"),
+                        InstanceAccessor<&Mapping::CopyOnWrite>("copyOnWrite"),
                         InstanceAccessor<&Mapping::Identity>("identity"),
+                        InstanceMethod<&Mapping::CurrentIdentity>("currentIdentity"),
+                        InstanceMethod<&Mapping::Status>("status"),
                         InstanceMethod<&Mapping::Window>("window"),
                         InstanceMethod<&Mapping::Close>("close")});
   }
@@ -48,6 +71,8 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
       throw Napi::TypeError::New(env, "Mapping(path: string, maxWindow: number)");
     }
     std::string path = info[0].As<Napi::String>();
+    // A C path ends at its first NUL: "model.gguf\0.txt" would open model.gguf.
+    if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "path must not contain NUL bytes");
     max_window_ = info[1].As<Napi::Number>().DoubleValue();
     MapError error{};
     region_ = Region::MapFile(path.c_str(), &error);
@@ -55,7 +80,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   }
 
   ~Mapping() override {
-    // GC of the Mapping object: drop its hold; windows still reachable keep the memory mapped.
+    // GC of the Mapping object: drop its hold; windows still reachable keep the range mapped.
     if (region_ != nullptr) region_->Release();
   }
 
@@ -64,25 +89,36 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     return Napi::Number::New(info.Env(), static_cast<double>(region_->size()));
   }
 
-  // { dev, ino, mtimeNs } as decimal strings (they may not fit a double).
-  Napi::Value Identity(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    const Region::Identity& id = region_->identity();
-    Napi::Object result = Napi::Object::New(env);
-    result.Set("dev", std::to_string(id.dev));
-    result.Set("ino", std::to_string(id.ino));
-    result.Set("mtimeNs", std::to_string(id.mtime_ns));
-    return result;
+  Napi::Value Closed(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), region_->closed());
   }
 
-  Napi::Value Closed(const Napi::CallbackInfo& info) {
-    return Napi::Boolean::New(info.Env(), region_->unmapped());
+  Napi::Value CopyOnWrite(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), region_->copy_on_write());
+  }
+
+  // { dev, ino, size, mtimeNs } of the file when it was mapped.
+  Napi::Value Identity(const Napi::CallbackInfo& info) {
+    return IdentityObject(info.Env(), region_->identity());
+  }
+
+  // The same, read now from the mapped file itself; null after close.
+  Napi::Value CurrentIdentity(const Napi::CallbackInfo& info) {
+    Region::Identity now;
+    if (!region_->CurrentIdentity(&now)) return info.Env().Null();
+    return IdentityObject(info.Env(), now);
+  }
+
+  // status(): a 4-byte ArrayBuffer over the mapping's status word (fault_guard.h), which the SIGBUS
+  // handler sets; JS reads it before each access without a call into the addon.
+  Napi::Value Status(const Napi::CallbackInfo& info) {
+    return HoldingBuffer(info.Env(), region_, region_->status(), sizeof(uint32_t));
   }
 
   // window(offset, length): an external ArrayBuffer over bytes [offset, offset + length).
   Napi::Value Window(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (region_->unmapped()) throw Napi::Error::New(env, "mapping is closed");
+    if (region_->closed()) throw Napi::Error::New(env, "mapping is closed");
     if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
       throw Napi::TypeError::New(env, "window(offset: number, length: number)");
     }
@@ -90,40 +126,24 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     double length = info[1].As<Napi::Number>().DoubleValue();
     double size = static_cast<double>(region_->size());
     // Checked here rather than left to Node: a failed napi_create_external_arraybuffer has
-    // already run the finalizer, which would release the hold taken below twice.
+    // already run the finalizer.
     if (!(offset >= 0 && length >= 1 && offset + length <= size && length <= max_window_) ||
         offset != static_cast<double>(static_cast<size_t>(offset)) ||
         length != static_cast<double>(static_cast<size_t>(length))) {
       throw Napi::RangeError::New(env, "window out of range");
     }
     uint8_t* start = const_cast<uint8_t*>(region_->data()) + static_cast<size_t>(offset);
-    region_->Retain();
-    napi_value buffer;
-    napi_status status = napi_create_external_arraybuffer(env, start, static_cast<size_t>(length),
-                                                          FinalizeWindow, region_, &buffer);
-    if (status != napi_ok) throw Napi::Error::New(env, "cannot create an ArrayBuffer over the mapping");
-    Napi::ArrayBuffer window(env, buffer);
-    windows_.push_back(Napi::Weak(window));
-    return window;
+    return HoldingBuffer(env, region_, start, static_cast<size_t>(length));
   }
 
-  // Detaches every window still alive, then unmaps. Calling it again does nothing.
+  // Lets go of the file; the windows stay valid and read zeros. Calling it again does nothing.
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!region_->unmapped()) {
-      for (auto& ref : windows_) {
-        Napi::ArrayBuffer window = ref.Value();
-        if (!window.IsEmpty() && !window.IsDetached()) window.Detach();
-      }
-      windows_.clear();
-      region_->Unmap();
-    }
-    return env.Undefined();
+    region_->Close();
+    return info.Env().Undefined();
   }
 
   Region* region_ = nullptr;
   double max_window_ = 0;
-  std::vector<Napi::Reference<Napi::ArrayBuffer>> windows_;
 };
 
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
@@ -151,6 +171,7 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  FaultGuard::Install();
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));

@@ -2,15 +2,26 @@
 // TypeScript layer validates too, but the addon must not trust its caller with raw pointers.
 //
 //   dequantize(typeId, src: Uint8Array, nblocks, out: Float32Array, outIndex): boolean
-//       false when there is no native kernel for typeId.
-//   dequantizeAsync(typeId, src, nblocks, out, outIndex): Promise<void>
-//       the same on a libuv pool thread; a mapped source is pinned so close() cannot unmap it
-//       under the worker.
+//       on the JS thread; false when there is no native kernel for typeId.
+//   new DequantJob(typeId, src: Uint8Array, nblocks)
+//       work off the JS thread, on memory the job owns: JavaScript can transfer, detach or free
+//       its own buffers at any time, so a pool thread never touches them. A mapped source is
+//       pinned (close() waits for the job); any other source is copied. The output is the job's.
+//     job.run(firstBlock, count): Promise<void>   decodes those blocks on a libuv pool thread
+//     job.take(): Float32Array                     hands the output over, without a copy
+//     job.copyTo(out: Float32Array, outIndex)      or copies it into a caller's array
 //   dequantInfo(): { isa, typeIds }
 //   forcePortableDequant(bool), setIq4nlValues(Int8Array(16))
+//
+// Nothing here throws from a callback Node runs without JavaScript (a worker's teardown): the
+// pool work uses the plain C API and ignores what can no longer be done.
 #include "dequant_napi.h"
 
+#include <cstring>
+#include <memory>
+#include <new>
 #include <string>
+#include <sys/mman.h>
 
 #include "dequant.h"
 #include "region.h"
@@ -18,90 +29,260 @@
 namespace gguf_mmap {
 namespace {
 
-struct Job {
-  DequantKernel kernel;
-  const uint8_t* src;
-  size_t nblocks;
-  float* out;
+// A typed array's element type, length and first byte, for any backing store (SharedArrayBuffer too).
+struct TypedSpan {
+  napi_typedarray_type type;
+  size_t length;
+  uint8_t* data;
 };
 
-// Validates the arguments; returns false (and no job) when there is no kernel for the type.
-bool ParseJob(const Napi::CallbackInfo& info, Job* job) {
+TypedSpan GetTypedSpan(Napi::Env env, Napi::Value value, const char* what) {
+  TypedSpan span{};
+  void* data = nullptr;
+  if (!value.IsTypedArray() ||
+      napi_get_typedarray_info(env, value, &span.type, &span.length, &data, nullptr, nullptr) != napi_ok) {
+    throw Napi::TypeError::New(env, std::string(what) + " must be a typed array");
+  }
+  span.data = static_cast<uint8_t*>(data);
+  return span;
+}
+
+bool IsWholeNumber(double v) { return v >= 0 && v <= 9007199254740991.0 && v == static_cast<double>(static_cast<size_t>(v)); }
+
+// Float output memory owned by native code until handed to JS. Large outputs ask for huge
+// pages, so the first write faults once per 2 MiB instead of once per 4 KiB.
+class FloatBuffer {
+ public:
+  static constexpr size_t kHugeAt = 8u << 20;
+
+  explicit FloatBuffer(size_t count) : bytes_(count * sizeof(float)) {
+    if (bytes_ == 0) return;
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (bytes_ >= kHugeAt) madvise(p, bytes_, MADV_HUGEPAGE);
+#endif
+    data_ = static_cast<float*>(p);
+  }
+  ~FloatBuffer() { Free(data_, bytes_); }
+  FloatBuffer(const FloatBuffer&) = delete;
+  FloatBuffer& operator=(const FloatBuffer&) = delete;
+
+  float* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  // Gives up ownership: the caller frees with Free(data, bytes).
+  float* Release() {
+    float* p = data_;
+    data_ = nullptr;
+    return p;
+  }
+  static void Free(float* data, size_t bytes) {
+    if (data != nullptr) munmap(data, bytes);
+  }
+
+ private:
+  size_t bytes_;
+  float* data_ = nullptr;
+};
+
+// What pool threads read and write: owned by the job and by every part in flight, so it lives
+// until the last of them lets go, whatever happens to the JS objects.
+struct JobMemory {
+  DequantKernel kernel{};
+  size_t nblocks = 0;
+  const uint8_t* src = nullptr;
+  Region* pinned = nullptr;              // a mapped source
+  std::unique_ptr<uint8_t[]> src_copy;   // any other source
+  std::unique_ptr<FloatBuffer> out;
+  std::atomic<uint32_t> running{0};  // parts queued or in flight
+
+  ~JobMemory() {
+    if (pinned != nullptr) pinned->Unpin();
+  }
+};
+
+bool ParseArgs(const Napi::CallbackInfo& info, DequantKernel* kernel, TypedSpan* src, size_t* nblocks) {
   Napi::Env env = info.Env();
-  if (info.Length() < 5 || !info[0].IsNumber() || !info[1].IsTypedArray() || !info[2].IsNumber() ||
-      !info[3].IsTypedArray() || !info[4].IsNumber()) {
-    throw Napi::TypeError::New(env, "dequantize(typeId, src: Uint8Array, nblocks, out: Float32Array, outIndex)");
+  if (info.Length() < 3 || !info[0].IsNumber() || !info[2].IsNumber()) {
+    throw Napi::TypeError::New(env, "(typeId, src: Uint8Array, nblocks, ...)");
   }
-  Napi::TypedArray src = info[1].As<Napi::TypedArray>();
-  Napi::TypedArray out = info[3].As<Napi::TypedArray>();
-  if (src.TypedArrayType() != napi_uint8_array || out.TypedArrayType() != napi_float32_array) {
-    throw Napi::TypeError::New(env, "dequantize: src must be a Uint8Array and out a Float32Array");
+  *src = GetTypedSpan(env, info[1], "src");
+  if (src->type != napi_uint8_array) throw Napi::TypeError::New(env, "src must be a Uint8Array");
+  if (!FindDequantKernel(info[0].As<Napi::Number>().Int32Value(), kernel)) return false;
+  const double n = info[2].As<Napi::Number>().DoubleValue();
+  // A detached buffer has length 0, so it only gets past this with nblocks 0.
+  if (!IsWholeNumber(n) || n * kernel->type_size > static_cast<double>(src->length)) {
+    throw Napi::RangeError::New(env, "dequantize: blocks out of range of src");
   }
-  if (!FindDequantKernel(info[0].As<Napi::Number>().Int32Value(), &job->kernel)) return false;
-  const double nblocks = info[2].As<Napi::Number>().DoubleValue();
-  const double out_index = info[4].As<Napi::Number>().DoubleValue();
-  const double src_bytes = static_cast<double>(src.ByteLength());
-  const double out_len = static_cast<double>(out.ElementLength());
-  if (!(nblocks >= 0 && nblocks == static_cast<double>(static_cast<size_t>(nblocks))) ||
-      !(out_index >= 0 && out_index == static_cast<double>(static_cast<size_t>(out_index))) ||
-      nblocks * job->kernel.type_size > src_bytes || out_index + nblocks * job->kernel.block_size > out_len) {
-    throw Napi::RangeError::New(env, "dequantize: blocks out of range of src or out");
-  }
-  // A detached buffer has length 0, so it only gets here with nblocks 0.
-  job->src = static_cast<const uint8_t*>(src.ArrayBuffer().Data()) + src.ByteOffset();
-  job->out = reinterpret_cast<float*>(static_cast<uint8_t*>(out.ArrayBuffer().Data()) + out.ByteOffset()) +
-             static_cast<size_t>(out_index);
-  job->nblocks = static_cast<size_t>(nblocks);
+  *nblocks = static_cast<size_t>(n);
   return true;
 }
 
+// The Float32Array at info[at] and a whole-number element index at info[at + 1] with room for
+// `count` floats from there.
+float* OutputAt(const Napi::CallbackInfo& info, size_t at, size_t count) {
+  Napi::Env env = info.Env();
+  TypedSpan out = GetTypedSpan(env, info[at], "out");
+  if (out.type != napi_float32_array) throw Napi::TypeError::New(env, "out must be a Float32Array");
+  const double index = info[at + 1].IsNumber() ? info[at + 1].As<Napi::Number>().DoubleValue() : -1;
+  if (!IsWholeNumber(index) || index + static_cast<double>(count) > static_cast<double>(out.length)) {
+    throw Napi::RangeError::New(env, "dequantize: out is too small");
+  }
+  return reinterpret_cast<float*>(out.data) + static_cast<size_t>(index);
+}
+
 Napi::Value Dequantize(const Napi::CallbackInfo& info) {
-  Job job;
-  if (!ParseJob(info, &job)) return Napi::Boolean::New(info.Env(), false);
-  if (job.nblocks > 0) job.kernel.fn(job.src, job.nblocks, job.out);
+  DequantKernel kernel;
+  TypedSpan src;
+  size_t nblocks;
+  if (!ParseArgs(info, &kernel, &src, &nblocks)) return Napi::Boolean::New(info.Env(), false);
+  float* out = OutputAt(info, 3, nblocks * kernel.block_size);
+  if (nblocks > 0) kernel.fn(src.data, nblocks, out);
   return Napi::Boolean::New(info.Env(), true);
 }
 
-class DequantWorker : public Napi::AsyncWorker {
- public:
-  DequantWorker(Napi::Env env, const Job& job, Region* pinned, Napi::Value src, Napi::Value out)
-      : Napi::AsyncWorker(env, "gguf-mmap:dequantize"), job_(job), pinned_(pinned), deferred_(env) {
-    // The typed arrays stay reachable until the work is done; a mapped source is also pinned.
-    src_ = Napi::Persistent(src.As<Napi::Object>());
-    out_ = Napi::Persistent(out.As<Napi::Object>());
-  }
-
-  ~DequantWorker() override {
-    if (pinned_ != nullptr) pinned_->Unpin();
-  }
-
-  Napi::Promise Promise() { return deferred_.Promise(); }
-
- protected:
-  void Execute() override {
-    if (job_.nblocks > 0) job_.kernel.fn(job_.src, job_.nblocks, job_.out);
-  }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Job job_;
-  Region* pinned_;
-  Napi::Promise::Deferred deferred_;
-  Napi::ObjectReference src_;
-  Napi::ObjectReference out_;
+// One run() in flight: its blocks, its promise, and a hold on the job's memory.
+struct Part {
+  std::shared_ptr<JobMemory> memory;
+  size_t first;
+  size_t count;
+  napi_deferred deferred;
+  napi_async_work work;
+  napi_ref job;  // keeps the JS job object alive until the part ends
 };
 
-Napi::Value DequantizeAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Job job;
-  if (!ParseJob(info, &job)) throw Napi::Error::New(env, "dequantizeAsync: no native kernel for this type");
-  Region* pinned = Region::PinContaining(job.src, job.nblocks * job.kernel.type_size);
-  auto* worker = new DequantWorker(env, job, pinned, info[1], info[3]);
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
-  return promise;
+void ExecutePart(napi_env /*env*/, void* data) {
+  Part* part = static_cast<Part*>(data);
+  const JobMemory& m = *part->memory;
+  m.kernel.fn(m.src + part->first * m.kernel.type_size, part->count,
+              m.out->data() + part->first * m.kernel.block_size);
 }
+
+// Runs on the JS thread, or during a worker's teardown when JavaScript can no longer run: every
+// status is checked and nothing throws.
+void CompletePart(napi_env env, napi_status status, void* data) {
+  std::unique_ptr<Part> part(static_cast<Part*>(data));
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) == napi_ok) {
+    napi_value value = nullptr;
+    if (status == napi_ok) {
+      if (napi_get_undefined(env, &value) == napi_ok) napi_resolve_deferred(env, part->deferred, value);
+    } else {
+      napi_value message = nullptr;
+      if (napi_create_string_utf8(env, "dequantization was cancelled", NAPI_AUTO_LENGTH, &message) == napi_ok &&
+          napi_create_error(env, nullptr, message, &value) == napi_ok) {
+        napi_reject_deferred(env, part->deferred, value);
+      }
+    }
+    napi_close_handle_scope(env, scope);
+  }
+  part->memory->running.fetch_sub(1);
+  napi_delete_reference(env, part->job);
+  napi_delete_async_work(env, part->work);
+}
+
+class DequantJob : public Napi::ObjectWrap<DequantJob> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "DequantJob",
+                       {InstanceMethod<&DequantJob::Run>("run"), InstanceMethod<&DequantJob::Take>("take"),
+                        InstanceMethod<&DequantJob::CopyTo>("copyTo")});
+  }
+
+  explicit DequantJob(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DequantJob>(info) {
+    Napi::Env env = info.Env();
+    memory_ = std::make_shared<JobMemory>();
+    TypedSpan src;
+    if (!ParseArgs(info, &memory_->kernel, &src, &memory_->nblocks)) {
+      throw Napi::Error::New(env, "DequantJob: no native kernel for this type");
+    }
+    const size_t src_bytes = memory_->nblocks * memory_->kernel.type_size;
+    memory_->pinned = Region::PinContaining(src.data, src_bytes);
+    if (memory_->pinned != nullptr) {
+      memory_->src = src.data;
+    } else if (src_bytes > 0) {
+      memory_->src_copy.reset(new uint8_t[src_bytes]);
+      std::memcpy(memory_->src_copy.get(), src.data, src_bytes);
+      memory_->src = memory_->src_copy.get();
+    }
+    memory_->out.reset(new FloatBuffer(memory_->nblocks * memory_->kernel.block_size));
+  }
+
+ private:
+  // run(firstBlock, count): Promise<void>
+  Napi::Value Run(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const double first = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+    const double count = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
+    if (!memory_) throw Napi::Error::New(env, "DequantJob: the output was already taken");
+    if (!IsWholeNumber(first) || !IsWholeNumber(count) || first + count > static_cast<double>(memory_->nblocks)) {
+      throw Napi::RangeError::New(env, "run: blocks out of range");
+    }
+    auto part = std::make_unique<Part>();
+    part->memory = memory_;
+    part->first = static_cast<size_t>(first);
+    part->count = static_cast<size_t>(count);
+    napi_value promise, name;
+    NAPI_THROW_IF_FAILED(env, napi_create_promise(env, &part->deferred, &promise), Napi::Value());
+    NAPI_THROW_IF_FAILED(env, napi_create_string_utf8(env, "gguf-mmap:dequantize", NAPI_AUTO_LENGTH, &name), Napi::Value());
+    NAPI_THROW_IF_FAILED(env, napi_create_async_work(env, nullptr, name, ExecutePart, CompletePart, part.get(), &part->work),
+                         Napi::Value());
+    napi_status status = napi_create_reference(env, Value(), 1, &part->job);
+    if (status == napi_ok) {
+      status = napi_queue_async_work(env, part->work);
+      if (status != napi_ok) napi_delete_reference(env, part->job);
+    }
+    if (status != napi_ok) {
+      napi_delete_async_work(env, part->work);
+      NAPI_THROW_IF_FAILED(env, status, Napi::Value());
+    }
+    memory_->running.fetch_add(1);
+    part.release();  // CompletePart owns it now
+    return Napi::Value(env, promise);
+  }
+
+  void CheckIdle(Napi::Env env) {
+    if (!memory_) throw Napi::Error::New(env, "DequantJob: the output was already taken");
+    if (memory_->running.load() != 0) throw Napi::Error::New(env, "DequantJob: parts still running");
+  }
+
+  // take(): the output as a Float32Array over the job's memory, which JS then owns.
+  Napi::Value Take(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    CheckIdle(env);
+    const size_t count = memory_->nblocks * memory_->kernel.block_size;
+    Napi::ArrayBuffer buffer;
+    if (count == 0) {
+      buffer = Napi::ArrayBuffer::New(env, 0);
+    } else {
+      // Node frees through the finalizer even when creation fails, so ownership passes first.
+      const size_t bytes = memory_->out->bytes();
+      float* data = memory_->out->Release();
+      napi_value value;
+      napi_status status = napi_create_external_arraybuffer(
+          env, data, bytes, [](napi_env, void* p, void* hint) { FloatBuffer::Free(static_cast<float*>(p), reinterpret_cast<size_t>(hint)); },
+          reinterpret_cast<void*>(bytes), &value);
+      NAPI_THROW_IF_FAILED(env, status, Napi::Value());
+      buffer = Napi::ArrayBuffer(env, value);
+    }
+    memory_.reset();  // lets go of the source too: a pinned mapping can close now
+    return Napi::Float32Array::New(env, count, buffer, 0);
+  }
+
+  // copyTo(out: Float32Array, outIndex): copies the output into a caller's array, checked at this
+  // moment (it may have been transferred while the job ran).
+  Napi::Value CopyTo(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    CheckIdle(env);
+    const size_t count = memory_->nblocks * memory_->kernel.block_size;
+    float* out = OutputAt(info, 0, count);
+    if (count > 0) std::memcpy(out, memory_->out->data(), count * sizeof(float));
+    memory_.reset();
+    return env.Undefined();
+  }
+
+  std::shared_ptr<JobMemory> memory_;
+};
 
 Napi::Value DequantInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -121,12 +302,11 @@ Napi::Value ForcePortable(const Napi::CallbackInfo& info) {
 
 Napi::Value SetIq4nl(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int8_array ||
-      info[0].As<Napi::TypedArray>().ElementLength() != 16) {
+  TypedSpan values = GetTypedSpan(env, info.Length() > 0 ? info[0] : env.Undefined(), "values");
+  if (values.type != napi_int8_array || values.length != 16) {
     throw Napi::TypeError::New(env, "setIq4nlValues(values: Int8Array of 16)");
   }
-  Napi::TypedArray values = info[0].As<Napi::TypedArray>();
-  SetIq4nlValues(reinterpret_cast<const int8_t*>(static_cast<uint8_t*>(values.ArrayBuffer().Data()) + values.ByteOffset()));
+  SetIq4nlValues(reinterpret_cast<const int8_t*>(values.data));
   return env.Undefined();
 }
 
@@ -134,7 +314,7 @@ Napi::Value SetIq4nl(const Napi::CallbackInfo& info) {
 
 void RegisterDequant(Napi::Env env, Napi::Object exports) {
   exports.Set("dequantize", Napi::Function::New<Dequantize>(env, "dequantize"));
-  exports.Set("dequantizeAsync", Napi::Function::New<DequantizeAsync>(env, "dequantizeAsync"));
+  exports.Set("DequantJob", DequantJob::Define(env));
   exports.Set("dequantInfo", Napi::Function::New<DequantInfo>(env, "dequantInfo"));
   exports.Set("forcePortableDequant", Napi::Function::New<ForcePortable>(env, "forcePortableDequant"));
   exports.Set("setIq4nlValues", Napi::Function::New<SetIq4nl>(env, "setIq4nlValues"));

@@ -7,21 +7,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault_guard.h"
+
 namespace gguf_mmap {
 
 std::atomic<int64_t> Region::live_count_{0};
 std::mutex Region::registry_mutex_;
 std::vector<Region*> Region::open_regions_;
 
-static Region::Identity IdentityOf(const struct stat& st) {
+namespace {
+
+// The status word of a Region with no pages (an empty file): never set.
+std::atomic<uint32_t> no_status{0};
+
+Region::Identity IdentityOf(const struct stat& st) {
 #if defined(__APPLE__)
   const struct timespec& mtime = st.st_mtimespec;
 #else
   const struct timespec& mtime = st.st_mtim;
 #endif
-  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
           static_cast<uint64_t>(mtime.tv_sec) * 1000000000ull + static_cast<uint64_t>(mtime.tv_nsec)};
 }
+
+}  // namespace
 
 Region* Region::MapFile(const char* path, MapError* error) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below anyway.
@@ -31,58 +40,95 @@ Region* Region::MapFile(const char* path, MapError* error) {
     return nullptr;
   }
   struct stat st;
+  int failure = 0;
+  const char* syscall = "fstat";
+  const char* detail = nullptr;
   if (fstat(fd, &st) != 0) {
-    *error = {errno, "fstat", nullptr};
-    close(fd);
-    return nullptr;
+    failure = errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    failure = EISDIR, syscall = "open";
+  } else if (!S_ISREG(st.st_mode)) {
+    failure = ENODEV, syscall = "mmap", detail = "not a regular file";
   }
-  if (S_ISDIR(st.st_mode)) {
-    *error = {EISDIR, "open", nullptr};
-    close(fd);
-    return nullptr;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = {ENODEV, "mmap", "not a regular file"};
+  if (failure != 0) {
+    *error = {failure, syscall, detail};
     close(fd);
     return nullptr;
   }
   if (st.st_size == 0) {
     // Nothing to map (mmap refuses length 0): an empty Region, which the parser then reports as
     // a truncated file like any other short one.
-    close(fd);
-    Region* empty = new Region(nullptr, 0);
-    empty->pages_mapped_ = false;
+    Region* empty = new Region(nullptr, 0, fd);
     empty->identity_ = IdentityOf(st);
+    empty->status_ = &no_status;
     return empty;
   }
   size_t size = static_cast<size_t>(st.st_size);
-  void* addr = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  int mmap_errno = errno;
-  close(fd);  // the mapping keeps its own reference to the file
+  // Private and writable: JavaScript cannot make a typed array read-only, so a write into a view
+  // must not fault; it copies that page for this process alone and never reaches the file.
+  // Pages nobody writes stay the page cache's, shared with every other process reading the file.
+  bool copy_on_write = true;
+  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+  if (addr == MAP_FAILED && errno == ENOMEM) {
+    // Strict overcommit charges a writable private mapping in full: fall back to read-only.
+    copy_on_write = false;
+    addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
   if (addr == MAP_FAILED) {
-    *error = {mmap_errno, "mmap", nullptr};
+    *error = {errno, "mmap", nullptr};
+    close(fd);
+    return nullptr;
+  }
+  const int slot = FaultGuard::Acquire(addr, size);
+  if (slot < 0) {
+    munmap(addr, size);
+    close(fd);
+    *error = {EMFILE, "mmap", "too many mapped files in this process"};
     return nullptr;
   }
   live_count_.fetch_add(1);
-  Region* region = new Region(addr, size);
+  Region* region = new Region(addr, size, fd);
   region->identity_ = IdentityOf(st);
+  region->copy_on_write_ = copy_on_write;
+  region->slot_ = slot;
+  region->status_ = FaultGuard::Status(slot);
+  region->file_mapped_ = true;
   std::lock_guard<std::mutex> lock(registry_mutex_);
   open_regions_.push_back(region);
   return region;
 }
 
-void Region::MunmapLocked() {
-  if (!pages_mapped_) return;
-  pages_mapped_ = false;
-  munmap(addr_, size_);
+bool Region::CurrentIdentity(Identity* now) {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  struct stat st;
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return false;
+  *now = IdentityOf(st);
+  return true;
+}
+
+void Region::DropFileLocked() {
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  if (!file_mapped_) return;
+  file_mapped_ = false;
+  // Zero pages in place of the file's: a pointer still held into the range (a view, or Node's
+  // own zlib/fs/crypto work on one) reads zeros instead of faulting. If even that fails (no
+  // memory for the page tables), unmapping is the only way left to let go of the file.
+  if (!ReplaceWithZeros(addr_, size_)) {
+    munmap(addr_, size_);
+    addr_ = nullptr;
+  }
+  FaultGuard::Disarm(slot_);
   live_count_.fetch_sub(1);
 }
 
-void Region::Unmap() {
+void Region::Close() {
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  if (unmapped_.exchange(true)) return;
+  if (closed_.exchange(true)) return;
   open_regions_.erase(std::remove(open_regions_.begin(), open_regions_.end(), this), open_regions_.end());
-  if (pins_ == 0) MunmapLocked();
+  if (pins_ == 0) DropFileLocked();
 }
 
 Region* Region::PinContaining(const void* p, size_t len) {
@@ -102,14 +148,16 @@ Region* Region::PinContaining(const void* p, size_t len) {
 void Region::Unpin() {
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    if (--pins_ == 0 && unmapped_.load()) MunmapLocked();
+    if (--pins_ == 0 && closed_.load()) DropFileLocked();
   }
   Release();
 }
 
 void Region::Release() {
   if (holders_.fetch_sub(1) != 1) return;
-  Unmap();
+  Close();
+  if (addr_ != nullptr) munmap(addr_, size_);
+  if (slot_ >= 0) FaultGuard::Free(slot_);
   delete this;
 }
 

@@ -1,5 +1,11 @@
-// A read-only memory mapping of one whole file, shared by the JS objects that point into it.
-// Pure OS code: no Node-API here, so the lifecycle rules can be read in one place.
+// A private, copy-on-write memory mapping of one whole file, shared by the JS objects that point
+// into it. Pure OS code: no Node-API here, so the lifecycle rules can be read in one place.
+//
+// Lifecycle, in two steps, so that no pointer anyone holds into the range can ever fault:
+//   1. Close(): the file's pages are replaced by zero pages in place (or at the last Unpin() while
+//      native work reads them). The file is let go; the address range stays valid.
+//   2. The last holder's Release(): the address range is unmapped and the Region freed.
+// Holders are the JS Mapping object, every external ArrayBuffer over the range and every pin.
 #pragma once
 
 #include <atomic>
@@ -16,55 +22,65 @@ struct MapError {
   const char* detail;   // optional message replacing strerror(errnum)
 };
 
-// A Region is unmapped exactly once: by Unmap() (explicit close) or when its last holder releases
-// it, whichever comes first. Holders are the JS Mapping object and every external ArrayBuffer.
 class Region {
  public:
-  // Maps `path` whole, read-only. On failure returns nullptr and fills `error`.
+  // Maps `path` whole. On failure returns nullptr and fills `error`.
   static Region* MapFile(const char* path, MapError* error);
 
-  // What the file was when it was mapped, for GgufFile.verify(): device, inode, size and
-  // modification time (nanoseconds since the epoch).
+  // What the file is: device, inode, size and modification time (nanoseconds since the epoch).
   struct Identity {
     uint64_t dev;
     uint64_t ino;
+    uint64_t size;
     uint64_t mtime_ns;
   };
+  // As it was when mapped.
   const Identity& identity() const { return identity_; }
+  // As it is now, read from the mapped file itself (not its path); false after close.
+  bool CurrentIdentity(Identity* now);
 
   const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
   size_t size() const { return size_; }
-  bool unmapped() const { return unmapped_.load(); }
+  bool closed() const { return closed_.load(); }
+  // Writable private pages: a write into a view changes this process's copy only. False when the
+  // kernel refused to commit that much memory (strict overcommit) and the mapping is read-only.
+  bool copy_on_write() const { return copy_on_write_; }
+  // Bit flags (fault_guard.h), set from the SIGBUS handler; valid while the Region lives.
+  std::atomic<uint32_t>* status() { return status_; }
 
   void Retain() { holders_.fetch_add(1); }
-  // Drops one hold; the last one unmaps (if still mapped) and frees the Region.
+  // Drops one hold; the last one closes (if still open), unmaps and frees the Region.
   void Release();
-  // Unmaps now, or at the last Unpin() if native code is reading it. Callers must first make
-  // every JS view unreachable or detached.
-  void Unmap();
+  // Lets go of the file: its pages become zeros now, or at the last Unpin() if native code is
+  // reading them. Idempotent.
+  void Close();
 
   // For native work off the JS thread: finds the open Region holding [p, p + len) and pins it, so
-  // a close() meanwhile marks it closed at once but unmaps only at the matching Unpin(). Returns
-  // nullptr when no open Region holds those bytes (ordinary memory).
+  // a close() meanwhile takes effect only at the matching Unpin(). Returns nullptr when no open
+  // Region holds those bytes (ordinary memory).
   static Region* PinContaining(const void* p, size_t len);
   void Unpin();
 
-  // Regions mapped and not yet unmapped, across every thread of the process.
+  // Regions whose file is still mapped, across every thread of the process.
   static int64_t LiveCount() { return live_count_.load(); }
 
  private:
-  Region(void* addr, size_t size) : addr_(addr), size_(size) {}
+  Region(void* addr, size_t size, int fd) : addr_(addr), size_(size), fd_(fd) {}
   ~Region() = default;
 
-  void MunmapLocked();
+  void DropFileLocked();
 
   void* addr_;
   size_t size_;
+  int fd_;  // kept open for CurrentIdentity(); closed with the file pages
+  int slot_ = -1;
+  bool copy_on_write_ = false;
   Identity identity_{};
+  std::atomic<uint32_t>* status_;
   std::atomic<uint32_t> holders_{1};
-  std::atomic<bool> unmapped_{false};  // closed: no new JS or native access
-  uint32_t pins_ = 0;                  // guarded by registry_mutex_
-  bool pages_mapped_ = true;           // guarded by registry_mutex_
+  std::atomic<bool> closed_{false};  // no new JS or native access
+  uint32_t pins_ = 0;                // guarded by registry_mutex_
+  bool file_mapped_ = false;         // guarded by registry_mutex_
   static std::atomic<int64_t> live_count_;
   static std::mutex registry_mutex_;
   static std::vector<Region*> open_regions_;  // guarded by registry_mutex_

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../ggml-types.js';
 import { addon } from '../native.js';
+import { checkBuffer } from '../source.js';
 import { TS_KERNELS } from './kernels.js';
 import { tableInt8 } from './tables.js';
 
@@ -19,7 +20,7 @@ export interface DequantizeOptions {
 }
 
 export interface DequantizeAsyncOptions extends DequantizeOptions {
-  /** Jobs to split large work into (default: os.availableParallelism()). */
+  /** Jobs to split large work into: a number >= 1, at most MAX_THREADS are used (default: os.availableParallelism()). */
   threads?: number;
   /** Called as parts finish, with elements done and the total. */
   onProgress?: (done: number, total: number) => void;
@@ -28,28 +29,39 @@ export interface DequantizeAsyncOptions extends DequantizeOptions {
 /** Where the bytes sit in their file, for error offsets. */
 interface Placement {
   fileOffset: number;
-  /** Whether the bytes' file was closed (checked between parts of TypeScript work). */
-  closed?: () => boolean;
+  /**
+   * Throws CLOSED or FILE_CHANGED when the bytes' file can no longer be read (checked before the
+   * work and between parts of it). Without it, a window over a mapping is checked all the same.
+   */
+  check?: () => void;
 }
+
+/** The most parts one dequantizeAsync call is split into, whatever `threads` asks. */
+export const MAX_THREADS = 64;
+const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
 
 // Below this many elements a split is not worth a thread hop.
 const SPLIT_MIN_ELEMENTS = 1 << 20;
 // TypeScript work without a native kernel runs in slices of about this many bytes, yielding between.
 const JS_SLICE_BYTES = 4 << 20;
 
-/** The type a name ('Q4_K', or ggml's own spelling 'q4_K', 'iq4_nl') or type row stands for. */
-function lookupType(type: string | GgmlType): GgmlType | undefined {
-  return typeof type === 'string' ? (ggmlTypeByName(type) ?? ggmlTypeByName(type.toUpperCase())) : type;
+/** A ggml type: its name ('Q4_K', or ggml's own spelling 'q4_K', 'iq4_nl'), its id, or its row. */
+export type GgmlTypeRef = string | number | GgmlType;
+
+function lookupType(type: GgmlTypeRef): GgmlType | undefined {
+  if (typeof type === 'string') return ggmlTypeByName(type) ?? ggmlTypeByName(type.toUpperCase());
+  if (typeof type === 'number') return ggmlTypeById(type);
+  return type !== null && typeof type === 'object' && typeof type.name === 'string' ? ggmlTypeByName(type.name) : undefined;
 }
 
-function resolveType(type: string | GgmlType, fileOffset: number): GgmlType {
+function resolveType(type: GgmlTypeRef, fileOffset: number): GgmlType {
   const found = lookupType(type);
-  if (found === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `unknown ggml type '${String(type)}'`, fileOffset);
+  if (found === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `unknown ggml type ${typeof type === 'string' ? `'${type}'` : typeof type === 'number' ? `id ${type}` : String(type)}`, fileOffset);
   return found;
 }
 
 /** Whether values of this type can be dequantized (every type with a ggml dequantizer, plus F32/F64/I8/I16/I32). */
-export function canDequantize(type: string | GgmlType): boolean {
+export function canDequantize(type: GgmlTypeRef): boolean {
   const t = lookupType(type);
   return t !== undefined && TS_KERNELS[t.name] !== undefined;
 }
@@ -80,18 +92,21 @@ interface Plan {
   type: GgmlType;
   nblocks: number;
   nelements: number;
-  out: Float32Array;
   native: boolean;
   littleEndian: boolean;
+  /** Throws CLOSED or FILE_CHANGED when the source can no longer be read. */
+  check: () => void;
 }
 
 function plan(
-  typeArg: string | GgmlType,
+  typeArg: GgmlTypeRef,
   bytes: Uint8Array,
   out: Float32Array | undefined,
   options: DequantizeOptions,
   at: Placement,
 ): Plan {
+  const check = at.check ?? (() => checkBuffer(bytes.buffer, at.fileOffset));
+  check();
   const type = resolveType(typeArg, at.fileOffset);
   if (TS_KERNELS[type.name] === undefined) {
     const why = type.removed ? 'a removed type id' : type.name === 'Q8_1' ? 'an activation format ggml never dequantizes' : 'a type without a float conversion';
@@ -108,97 +123,149 @@ function plan(
   }
   const littleEndian = options.littleEndian ?? true;
   const backend = options.backend ?? 'auto';
+  if (!BACKENDS.includes(backend)) throw new TypeError(`dequantize: backend is one of ${BACKENDS.join(', ')}, not '${String(backend)}'`);
   // The native kernels read little-endian data only (quantized blocks always are). 'js' never
   // touches the addon.
   const nativeable = backend !== 'js' && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
   if (backend === 'native' && !nativeable) {
     throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${littleEndian ? '' : ' in a big-endian file'}`, at.fileOffset);
   }
-  return { type, nblocks, nelements, out: out ?? new Float32Array(nelements), native: nativeable, littleEndian };
-}
-
-function runSync(p: Plan, bytes: Uint8Array): void {
-  if (p.native) {
-    addon().dequantize(p.type.id, bytes, p.nblocks, p.out, 0);
-  } else {
-    TS_KERNELS[p.type.name]!(bytes, p.nblocks, p.out, 0, p.littleEndian);
-  }
+  return { type, nblocks, nelements, native: nativeable, littleEndian, check };
 }
 
 /**
  * Decodes `bytes` (whole blocks of `type`, as stored in a GGUF tensor) to float32, bit for bit as
  * ggml's dequantizer. With `out` it writes there (it must hold every element) and returns it.
  */
-export function dequantize(type: string | GgmlType, bytes: Uint8Array, out?: Float32Array, options: DequantizeOptions = {}): Float32Array {
+export function dequantize(type: GgmlTypeRef, bytes: Uint8Array, out?: Float32Array, options: DequantizeOptions = {}): Float32Array {
   return dequantizeAt(type, bytes, out, options, { fileOffset: 0 });
 }
 
 export function dequantizeAt(
-  type: string | GgmlType,
+  type: GgmlTypeRef,
   bytes: Uint8Array,
   out: Float32Array | undefined,
   options: DequantizeOptions,
   at: Placement,
 ): Float32Array {
   const p = plan(type, bytes, out, options, at);
-  runSync(p, bytes);
-  return p.out;
+  const target = out ?? new Float32Array(p.nelements);
+  if (p.native) {
+    addon().dequantize(p.type.id, bytes, p.nblocks, target, 0);
+  } else {
+    TS_KERNELS[p.type.name]!(bytes, p.nblocks, target, 0, p.littleEndian);
+  }
+  return target;
 }
 
 /**
  * `dequantize` off the event loop: native kernels run on libuv's pool, a large input split into
- * `threads` parts run at once; a type without a native kernel runs in TypeScript slices that
- * yield to the event loop between them.
+ * `threads` parts run at once, on memory the addon owns (a transferred `out` cannot be written
+ * to after it is gone); a type without a native kernel runs in TypeScript slices that yield to
+ * the event loop between them.
  */
 export function dequantizeAsync(
-  type: string | GgmlType,
+  type: GgmlTypeRef,
   bytes: Uint8Array,
   out?: Float32Array,
   options: DequantizeAsyncOptions = {},
 ): Promise<Float32Array> {
-  return dequantizeAsyncAt(type, bytes, out, options, { fileOffset: 0 });
+  try {
+    return dequantizeAsyncAt(type, bytes, out, options, { fileOffset: 0 });
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
-export async function dequantizeAsyncAt(
-  type: string | GgmlType,
+/** Parts to split `nblocks` into: `threads` checked, and clamped to MAX_THREADS and the blocks. */
+function partCount(threads: unknown, nblocks: number, nelements: number): number {
+  if (threads !== undefined && !(typeof threads === 'number' && threads >= 1)) {
+    throw new RangeError(`dequantizeAsync: threads must be a number >= 1, not ${String(threads)}`);
+  }
+  if (nelements < SPLIT_MIN_ELEMENTS) return 1;
+  return Math.min(Math.floor(threads ?? availableParallelism()), MAX_THREADS, nblocks);
+}
+
+/** `out` no longer holds the values (transferred or detached while the work ran). */
+function outputGone(out: Float32Array, nelements: number, fileOffset: number): GgufError {
+  return new GgufError('OUTPUT_TOO_SMALL', `out was detached or transferred during dequantizeAsync (${out.length} of ${nelements} floats left); nothing was written to it`, fileOffset);
+}
+
+export function dequantizeAsyncAt(
+  type: GgmlTypeRef,
   bytes: Uint8Array,
   out: Float32Array | undefined,
   options: DequantizeAsyncOptions,
   at: Placement,
 ): Promise<Float32Array> {
   const p = plan(type, bytes, out, options, at);
-  const { typeSize, blockSize } = p.type;
-  const report = options.onProgress;
-  if (p.nblocks === 0) return p.out;
-  if (p.native) {
-    const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
-    const parts = p.nelements < SPLIT_MIN_ELEMENTS ? 1 : Math.min(threads, p.nblocks);
-    const per = Math.ceil(p.nblocks / parts);
-    let done = 0;
-    const jobs: Promise<void>[] = [];
-    for (let first = 0; first < p.nblocks; first += per) {
-      const count = Math.min(per, p.nblocks - first);
-      const src = bytes.subarray(first * typeSize, (first + count) * typeSize);
-      jobs.push(
-        addon()
-          .dequantizeAsync(p.type.id, src, count, p.out, first * blockSize)
-          .then(() => {
-            done += count * blockSize;
-            report?.(done, p.nelements);
-          }),
-      );
-    }
-    await Promise.all(jobs);
-    return p.out;
+  const parts = partCount(options.threads, p.nblocks, p.nelements);
+  if (p.nblocks === 0) return Promise.resolve(out ?? new Float32Array(0));
+  return p.native ? nativeAsync(p, bytes, out, parts, options.onProgress, at) : scriptAsync(p, bytes, out, options.onProgress, at);
+}
+
+async function nativeAsync(
+  p: Plan,
+  bytes: Uint8Array,
+  out: Float32Array | undefined,
+  parts: number,
+  report: DequantizeAsyncOptions['onProgress'],
+  at: Placement,
+): Promise<Float32Array> {
+  const job = new (addon().DequantJob)(p.type.id, bytes, p.nblocks);
+  const per = Math.ceil(p.nblocks / parts);
+  let done = 0;
+  let progressFailed: { error: unknown } | undefined;
+  const runs: Promise<void>[] = [];
+  for (let first = 0; first < p.nblocks; first += per) {
+    const count = Math.min(per, p.nblocks - first);
+    runs.push(
+      job.run(first, count).then(() => {
+        done += count * p.type.blockSize;
+        if (report === undefined || progressFailed !== undefined) return;
+        try {
+          report(done, p.nelements);
+        } catch (error) {
+          progressFailed = { error };
+        }
+      }),
+    );
   }
+  // Every part ends before anything is handed over, whatever a progress callback did.
+  await Promise.all(runs);
+  if (progressFailed !== undefined) {
+    job.take(); // lets go of the source now rather than at GC
+    throw progressFailed.error;
+  }
+  if (out === undefined) return job.take();
+  if (out.length < p.nelements) {
+    job.take();
+    throw outputGone(out, p.nelements, at.fileOffset);
+  }
+  job.copyTo(out, 0);
+  return out;
+}
+
+async function scriptAsync(
+  p: Plan,
+  bytes: Uint8Array,
+  out: Float32Array | undefined,
+  report: DequantizeAsyncOptions['onProgress'],
+  at: Placement,
+): Promise<Float32Array> {
+  const { typeSize, blockSize } = p.type;
+  const target = out ?? new Float32Array(p.nelements);
   const kernel = TS_KERNELS[p.type.name]!;
   const slice = Math.max(1, Math.floor(JS_SLICE_BYTES / typeSize));
   for (let first = 0; first < p.nblocks; first += slice) {
-    if (at.closed?.()) throw new GgufError('CLOSED', 'file closed during dequantizeAsync', at.fileOffset);
+    if (first > 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      p.check();
+      if (target.length < p.nelements) throw outputGone(target, p.nelements, at.fileOffset);
+    }
     const count = Math.min(slice, p.nblocks - first);
-    kernel(bytes.subarray(first * typeSize, (first + count) * typeSize), count, p.out, first * blockSize, p.littleEndian);
+    kernel(bytes.subarray(first * typeSize, (first + count) * typeSize), count, target, first * blockSize, p.littleEndian);
     report?.((first + count) * blockSize, p.nelements);
-    if (first + count < p.nblocks) await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return p.out;
+  return target;
 }

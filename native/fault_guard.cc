@@ -1,0 +1,116 @@
+#include "fault_guard.h"
+
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace gguf_mmap {
+namespace {
+
+struct Slot {
+  std::atomic<bool> used{false};
+  std::atomic<uintptr_t> begin{0};  // 0: not guarded
+  std::atomic<uintptr_t> end{0};
+  std::atomic<uint32_t> status{0};
+};
+
+Slot slots[FaultGuard::kSlots];
+std::atomic<int> next_hint{0};
+static_assert(std::atomic<uintptr_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "the signal handler needs lock-free atomics");
+
+struct sigaction previous_action;
+std::once_flag install_once;
+bool installed = false;
+
+uintptr_t PageSize() {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Hands a SIGBUS that is not ours to whoever had it before; with no handler before, the default
+// action is restored and the faulting instruction runs again, so the process dies of the signal.
+void Chain(int signo, siginfo_t* info, void* context) {
+  if ((previous_action.sa_flags & SA_SIGINFO) != 0 && previous_action.sa_sigaction != nullptr) {
+    previous_action.sa_sigaction(signo, info, context);
+    return;
+  }
+  if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN) {
+    previous_action.sa_handler(signo);
+    return;
+  }
+  signal(signo, SIG_DFL);  // SIG_IGN would loop forever on the faulting instruction
+  // A signal sent by kill() has no faulting instruction to run again: send it once more, to be
+  // delivered with the default action when this handler returns.
+  if (info->si_code <= 0) raise(signo);
+}
+
+void OnSigbus(int signo, siginfo_t* info, void* context) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  // Only a fault (si_code > 0) has an address; kill() and sigqueue() fill that field otherwise.
+  for (Slot& slot : slots) {
+    if (info->si_code <= 0) break;
+    const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin) continue;
+    const uintptr_t end = slot.end.load(std::memory_order_acquire);
+    if (addr >= end) continue;
+    // A truncation loses the file's tail: zero everything from this page on, so later reads of
+    // the lost range do not fault one page at a time.
+    const uintptr_t page = addr & ~(PageSize() - 1);
+    if (!ReplaceWithZeros(reinterpret_cast<void*>(page), end - page)) break;
+    slot.status.fetch_or(kStatusPagesLost, std::memory_order_release);
+    return;
+  }
+  Chain(signo, info, context);
+}
+
+}  // namespace
+
+bool ReplaceWithZeros(void* begin, size_t length) {
+  void* at = mmap(begin, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return at != MAP_FAILED;
+}
+
+bool FaultGuard::Install() {
+  std::call_once(install_once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_sigaction = OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    installed = sigaction(SIGBUS, &action, &previous_action) == 0;
+  });
+  return installed;
+}
+
+int FaultGuard::Acquire(void* begin, size_t length) {
+  const int start = next_hint.load(std::memory_order_relaxed);
+  for (int i = 0; i < kSlots; i++) {
+    const int index = (start + i) % kSlots;
+    bool expected = false;
+    if (!slots[index].used.compare_exchange_strong(expected, true)) continue;
+    next_hint.store((index + 1) % kSlots, std::memory_order_relaxed);
+    Slot& slot = slots[index];
+    slot.status.store(0, std::memory_order_relaxed);
+    slot.end.store(reinterpret_cast<uintptr_t>(begin) + length, std::memory_order_release);
+    slot.begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
+    return index;
+  }
+  return -1;
+}
+
+void FaultGuard::Disarm(int slot) {
+  slots[slot].begin.store(0, std::memory_order_release);
+  slots[slot].end.store(0, std::memory_order_release);
+}
+
+void FaultGuard::Free(int slot) {
+  Disarm(slot);
+  slots[slot].used.store(false, std::memory_order_release);
+}
+
+std::atomic<uint32_t>* FaultGuard::Status(int slot) { return &slots[slot].status; }
+
+}  // namespace gguf_mmap

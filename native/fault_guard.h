@@ -1,0 +1,44 @@
+// Lost pages of a mapped file, turned from a fatal SIGBUS into zeros and a flag.
+//
+// A file truncated while mapped makes every read of a page past its new end raise SIGBUS. The
+// handler here owns that signal for addresses inside this addon's mappings only: it maps zero
+// pages over the rest of the mapping, so the read that faulted resumes and sees zeros, and it
+// sets the mapping's status word, which the JS layer checks before every access (FILE_CHANGED).
+// Any other SIGBUS goes to the handler that was installed before, or kills the process as usual.
+//
+// The handler takes no locks and allocates nothing: mappings live in a fixed table of atomic slots.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gguf_mmap {
+
+// Bits of a mapping's status word.
+constexpr uint32_t kStatusPagesLost = 1;  // a read hit a page the file no longer has
+
+// One table slot per Region, from mapping to the last holder's release.
+class FaultGuard {
+ public:
+  // Installs the SIGBUS handler once per process (later calls do nothing). False if sigaction
+  // failed; mappings then still work, but a truncated file kills the process as it always did.
+  static bool Install();
+
+  // Takes a free slot for the mapping [begin, begin + length); -1 when the table is full.
+  static int Acquire(void* begin, size_t length);
+  // The range no longer holds file pages (it was replaced by zeros at close): stop guarding it.
+  static void Disarm(int slot);
+  // The slot is free for another mapping.
+  static void Free(int slot);
+  // The slot's status word; stays valid for the life of the process.
+  static std::atomic<uint32_t>* Status(int slot);
+
+  static constexpr int kSlots = 65536;  // vm.max_map_count's default: no process maps more files
+};
+
+// Replaces [begin, begin + length) with private zero pages, in place (MAP_FIXED): the address range
+// stays valid for whoever still holds a pointer into it. Async-signal-safe (one mmap call).
+bool ReplaceWithZeros(void* begin, size_t length);
+
+}  // namespace gguf_mmap
