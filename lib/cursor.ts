@@ -3,8 +3,9 @@ import { GgufError, type GgufErrorCode } from './errors.js';
 /** Keys and strings longer than this are rejected before anything looks at their bytes. */
 export const MAX_STRING_BYTES = 1 << 30;
 
-const utf8 = new TextDecoder('utf-8');
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading U+FEFF is part of the string (a vocabulary token can be exactly that).
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * A bounds-checked reader over the file's bytes. Positions are absolute file offsets. Every read
@@ -110,7 +111,7 @@ export class Cursor {
       throw new GgufError('TRUNCATED', `${what} length ${length} runs past the end of the file`, lengthAt);
     }
     const at = this.take(length, what);
-    return decodeUtf8(this.view, at, length, strict);
+    return decodeUtf8(this.view, at, length, strict, what);
   }
 
   skip(n: number, what: string): void {
@@ -128,7 +129,7 @@ export class Cursor {
  * Decodes UTF-8 bytes. Keys are decoded strictly (invalid UTF-8 is BAD_UTF8); values replace
  * invalid sequences with U+FFFD, as TextDecoder does, so one odd token does not reject a model.
  */
-export function decodeUtf8(view: DataView, at: number, length: number, strict = false): string {
+export function decodeUtf8(view: DataView, at: number, length: number, strict = false, what = 'string'): string {
   const bytes = new Uint8Array(view.buffer, view.byteOffset + at, length);
   if (length < 32) {
     // Short ASCII strings (most keys and tokens) are faster by hand than through TextDecoder.
@@ -145,6 +146,6 @@ export function decodeUtf8(view: DataView, at: number, length: number, strict = 
   try {
     return utf8Strict.decode(bytes);
   } catch {
-    throw new GgufError('BAD_UTF8', 'key is not valid UTF-8', at);
+    throw new GgufError('BAD_UTF8', `${what} is not valid UTF-8`, at);
   }
 }

@@ -37,6 +37,7 @@ export const GGUF_ERROR_CODES = [
   'ROW_OUT_OF_RANGE',
   'FILE_CHANGED',
   'CHECKSUM_MISMATCH',
+  'LIMIT_EXCEEDED',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

@@ -1,7 +1,8 @@
-import { Cursor } from './cursor.js';
+import { Cursor, decodeUtf8 } from './cursor.js';
 import { walkStrings } from './native.js';
 import { GgufError } from './errors.js';
-import { ggmlTypeById, type GgmlType } from './ggml-types.js';
+import { ggmlTypeById } from './ggml-types.js';
+import { TensorTable } from './tensor-table.js';
 import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
 
 /** A decoded scalar metadata value. 64-bit integers are bigint only beyond 2^53. */
@@ -27,19 +28,6 @@ export interface KvRecord {
   readonly array: ArrayRecord | undefined;
 }
 
-export interface TensorRecord {
-  readonly name: string;
-  readonly type: GgmlType;
-  /** ggml order: ne[0], the innermost dimension, first. */
-  readonly shape: readonly number[];
-  readonly nelements: number;
-  readonly nbytes: number;
-  /** Offset within the data section. */
-  readonly offset: number;
-  /** File offset of this tensor's info record. */
-  readonly infoOffset: number;
-}
-
 export interface GgufLayout {
   readonly version: number;
   readonly littleEndian: boolean;
@@ -50,8 +38,21 @@ export interface GgufLayout {
   readonly dataOffset: number;
   readonly fileSize: number;
   readonly kvs: readonly KvRecord[];
-  readonly tensors: readonly TensorRecord[];
+  readonly tensors: TensorTable;
 }
+
+/**
+ * Bounds on what one header may claim, so that opening any file ends in bounded time and memory.
+ * Past them opening fails with LIMIT_EXCEEDED; real models are far below the defaults.
+ */
+export interface ParseLimits {
+  /** Tensor infos (default 1,048,576; the largest models have a few thousand). */
+  maxTensors?: number;
+  /** Metadata keys (default 65,536; models have tens to hundreds). */
+  maxKeys?: number;
+}
+
+export const DEFAULT_LIMITS: Required<ParseLimits> = { maxTensors: 1 << 20, maxKeys: 1 << 16 };
 
 export const DEFAULT_ALIGNMENT = 32;
 export const MAX_DIMS = 4;
@@ -68,7 +69,7 @@ const INT64_MAX = (1n << 63n) - 1n;
  * may be shorter than the file (a window of a large mapping); everything read here must lie
  * inside it. Array elements are walked over, not decoded.
  */
-export function parseLayout(view: DataView, fileSize: number): GgufLayout {
+export function parseLayout(view: DataView, fileSize: number, limits: ParseLimits = {}): GgufLayout {
   const cur = new Cursor(view, fileSize);
   const magicAt = cur.take(4, 'magic');
   const magic = [0, 1, 2, 3].map((i) => view.getUint8(magicAt + i));
@@ -104,6 +105,12 @@ export function parseLayout(view: DataView, fileSize: number): GgufLayout {
   if (tensorCount * minTensor + kvCount * minKv > cur.bytesLeft) {
     throw new GgufError('BAD_COUNT', `tensor count ${tensorCount} cannot fit in the file`, tensorCountAt);
   }
+  const maxKeys = limits.maxKeys ?? DEFAULT_LIMITS.maxKeys;
+  const maxTensors = limits.maxTensors ?? DEFAULT_LIMITS.maxTensors;
+  if (kvCount > maxKeys) throw new GgufError('LIMIT_EXCEEDED', `${kvCount} metadata keys (limits.maxKeys is ${maxKeys})`, kvCountAt);
+  if (tensorCount > maxTensors) {
+    throw new GgufError('LIMIT_EXCEEDED', `${tensorCount} tensors (limits.maxTensors is ${maxTensors})`, tensorCountAt);
+  }
 
   const kvs: KvRecord[] = [];
   const keys = new Set<string>();
@@ -116,18 +123,13 @@ export function parseLayout(view: DataView, fileSize: number): GgufLayout {
     kvs.push(kv);
   }
 
-  const tensors: TensorRecord[] = [];
-  const names = new Set<string>();
-  for (let i = 0; i < tensorCount; i++) {
-    const t = readTensorInfo(cur, alignment);
-    if (names.has(t.name)) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${t.name}'`, t.infoOffset);
-    names.add(t.name);
-    tensors.push(t);
-  }
+  // Names are at most 63 bytes and lie in the header, which bounds the name store.
+  const tensors = new TensorTable(tensorCount, Math.min(tensorCount * MAX_TENSOR_NAME_BYTES, Math.max(0, view.byteLength - cur.pos)));
+  for (let i = 0; i < tensorCount; i++) readTensorInfo(cur, alignment, tensors, i);
 
   const headerEnd = cur.pos;
   const dataOffset = alignUp(headerEnd, alignment);
-  checkTensorPlacement(tensors, dataOffset, fileSize);
+  checkTensorPlacement(tensors, alignment, dataOffset, fileSize);
   return { version, littleEndian: cur.littleEndian, alignment, headerEnd, dataOffset, fileSize, kvs, tensors };
 }
 
@@ -250,66 +252,92 @@ function checkAlignment(kv: KvRecord): number {
   return a;
 }
 
-function readTensorInfo(cur: Cursor, alignment: number): TensorRecord {
+/** Reads tensor info `i` at the cursor into `table`, checking it as ggml's gguf.cpp does. */
+function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: number): void {
   const infoOffset = cur.pos;
-  const name = cur.string('tensor name', true, MAX_TENSOR_NAME_BYTES, 'BAD_TENSOR_NAME');
-  if (name.length === 0) throw new GgufError('BAD_TENSOR_NAME', 'empty tensor name', infoOffset);
+  const name = readTensorName(cur, infoOffset);
+  const earlier = table.addName(i, name);
+  if (earlier >= 0) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${table.name(i)}'`, infoOffset);
+  const shown = () => table.name(i);
 
   const dimsAt = cur.pos;
-  const nDims = cur.u32(`n_dims of '${name}'`);
-  if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${name}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
+  const nDims = cur.u32(`n_dims of '${shown()}'`);
+  if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${shown()}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
   const shape: number[] = [];
   let product = 1n;
+  let ne0 = 1n;
   for (let d = 0; d < nDims; d++) {
     const at = cur.pos;
     // v1 stores dimensions as uint32, later versions as int64.
-    const ne = cur.wideCounts ? BigInt(cur.i64(`dimension ${d} of '${name}'`)) : BigInt(cur.u32(`dimension ${d} of '${name}'`));
-    if (ne < 0n) throw new GgufError('BAD_SHAPE', `tensor '${name}' has negative dimension ${ne}`, at);
+    const ne = cur.wideCounts ? BigInt(cur.i64('dimension')) : BigInt(cur.u32('dimension'));
+    if (ne < 0n) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has negative dimension ${ne}`, at);
     product *= ne;
-    if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${name}' has more than 2^63 elements`, at);
+    if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has more than 2^63 elements`, at);
+    if (d === 0) ne0 = ne;
     shape.push(Number(ne));
   }
 
   const typeAt = cur.pos;
-  const typeId = cur.u32(`type of '${name}'`);
+  const typeId = cur.u32('tensor type');
   const type = ggmlTypeById(typeId);
-  if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${name}' has unknown type id ${typeId}`, typeAt);
-  if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${name}' has removed type ${type.name} (id ${typeId})`, typeAt);
-  if ((shape[0] ?? 1) % type.blockSize !== 0) {
-    throw new GgufError('BAD_SHAPE', `tensor '${name}': ne[0] = ${shape[0]} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
+  if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${shown()}' has unknown type id ${typeId}`, typeAt);
+  if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${shown()}' has removed type ${type.name} (id ${typeId})`, typeAt);
+  // Exact, on the integer as stored: 2^53 + 1 must not round to a multiple.
+  if (ne0 % BigInt(type.blockSize) !== 0n) {
+    throw new GgufError('BAD_SHAPE', `tensor '${shown()}': ne[0] = ${ne0} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
   }
   const nbytes = (product / BigInt(type.blockSize)) * BigInt(type.typeSize);
-  if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${name}' is more than 2^63 bytes`, dimsAt);
+  if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' is more than 2^63 bytes`, dimsAt);
 
   const offsetAt = cur.pos;
-  const offset = cur.u64(`offset of '${name}'`);
+  const offset = cur.u64('tensor offset');
   // Alignment first, on the exact value (as ggml checks it), then whether it can lie in the file.
   if (typeof offset === 'bigint' ? offset % BigInt(alignment) !== 0n : offset % alignment !== 0) {
-    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${name}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
+    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${shown()}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
   }
   if (typeof offset === 'bigint' || nbytes > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${name}' lies past the end of the file`, offsetAt);
+    throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${shown()}' lies past the end of the file`, offsetAt);
   }
-  return { name, type, shape, nelements: Number(product), nbytes: Number(nbytes), offset, infoOffset };
+  table.set(i, typeId, shape, offset, Number(nbytes), infoOffset);
 }
 
-/** Every tensor's bytes lie inside the file, and no two tensors share a byte. */
-function checkTensorPlacement(tensors: readonly TensorRecord[], dataOffset: number, fileSize: number): void {
-  for (const t of tensors) {
-    if (dataOffset + t.offset + t.nbytes > fileSize) {
+/** A tensor name's UTF-8 bytes at the cursor: 1 to 63 of them, valid UTF-8. */
+function readTensorName(cur: Cursor, infoOffset: number): Uint8Array {
+  const length = cur.count('tensor name length', 'BAD_TENSOR_NAME');
+  if (length > MAX_TENSOR_NAME_BYTES) {
+    throw new GgufError('BAD_TENSOR_NAME', `tensor name of ${length} bytes (at most ${MAX_TENSOR_NAME_BYTES})`, infoOffset);
+  }
+  if (length === 0) throw new GgufError('BAD_TENSOR_NAME', 'empty tensor name', infoOffset);
+  const at = cur.take(length, 'tensor name');
+  const bytes = new Uint8Array(cur.view.buffer, cur.view.byteOffset + at, length);
+  let ascii = true;
+  for (let k = 0; k < length; k++) if (bytes[k]! >= 0x80) ascii = false;
+  if (!ascii) decodeUtf8(cur.view, at, length, true, 'tensor name');
+  return bytes;
+}
+
+/**
+ * ggml's layout, exactly: each tensor starts where the one before it in file order ends, padded
+ * to the alignment (a tensor that starts earlier overlaps it; later leaves a gap ggml rejects);
+ * and every tensor's bytes lie inside the file.
+ */
+function checkTensorPlacement(table: TensorTable, alignment: number, dataOffset: number, fileSize: number): void {
+  let expected = 0;
+  for (let i = 0; i < table.count; i++) {
+    const offset = table.offset(i);
+    const nbytes = table.byteLength(i);
+    if (offset !== expected) {
+      const code = offset < expected ? 'TENSOR_OVERLAP' : 'BAD_TENSOR_OFFSET';
+      const why = offset < expected ? 'overlaps the tensor before it' : 'leaves a gap after the tensor before it';
+      throw new GgufError(code, `tensor '${table.name(i)}' has data offset ${offset}, expected ${expected} (it ${why})`, table.infoOffset(i));
+    }
+    if (dataOffset + offset + nbytes > fileSize) {
       throw new GgufError(
         'TENSOR_OUT_OF_BOUNDS',
-        `tensor '${t.name}' (${t.nbytes} bytes at data offset ${t.offset}) ends past the end of the file (${fileSize} bytes)`,
-        t.infoOffset,
+        `tensor '${table.name(i)}' (${nbytes} bytes at data offset ${offset}) ends past the end of the file (${fileSize} bytes)`,
+        table.infoOffset(i),
       );
     }
-  }
-  const byOffset = [...tensors].sort((a, b) => a.offset - b.offset);
-  for (let i = 1; i < byOffset.length; i++) {
-    const prev = byOffset[i - 1]!;
-    const t = byOffset[i]!;
-    if (t.offset < prev.offset + prev.nbytes) {
-      throw new GgufError('TENSOR_OVERLAP', `tensors '${prev.name}' and '${t.name}' overlap`, t.infoOffset);
-    }
+    expected = alignUp(offset + nbytes, alignment);
   }
 }

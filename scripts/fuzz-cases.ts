@@ -40,7 +40,8 @@ function fieldsOf(bytes: Uint8Array): { fields: Field[]; littleEndian: boolean; 
     else if (kv.type === 'ARRAY') fields.push({ at: typeAt + 4, width: 4, kind: 'type' }, { at: typeAt + 8, width: w, kind: 'count' });
     else fields.push({ at: typeAt + 4, width: 1, kind: 'value' });
   }
-  for (const t of layout.tensors) {
+  for (let i = 0; i < layout.tensors.count; i++) {
+    const t = layout.tensors.record(i);
     const nDimsAt = t.infoOffset + w + len(t.infoOffset);
     fields.push({ at: t.infoOffset, width: w, kind: 'length' }, { at: nDimsAt, width: 4, kind: 'dims' });
     t.shape.forEach((_, d) => fields.push({ at: nDimsAt + 4 + d * w, width: w, kind: 'dim' }));

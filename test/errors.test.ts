@@ -145,12 +145,17 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
     expect(failure(tensorFile([{ name: 'w', type: 'F32', shape: [8] }, { name: 'w', type: 'F32', shape: [8] }]))).toEqual({ code: 'DUPLICATE_TENSOR', offset: second });
   });
 
-  it('tensor offsets: unaligned, overlapping, past the end', () => {
+  it('tensor offsets: unaligned, overlapping, leaving a gap (ggml wants the padded running sum), past the end', () => {
     const offsetAt = info + 8 + 1 + 4 + 8 + 4;
     expect(failure(tensorFile([{ name: 'w', type: 'F32', shape: [8], forgeOffset: 4 }]))).toEqual({ code: 'BAD_TENSOR_OFFSET', offset: offsetAt });
     const overlap = tensorFile([{ name: 'a', type: 'F32', shape: [16] }, { name: 'b', type: 'F32', shape: [8], forgeOffset: 32 }]);
     expect(failure(overlap).code).toBe('TENSOR_OVERLAP');
-    expect(failure(tensorFile([{ name: 'w', type: 'F32', shape: [8], forgeOffset: 64 }]))).toEqual({ code: 'TENSOR_OUT_OF_BOUNDS', offset: info });
+    expect(failure(tensorFile([{ name: 'w', type: 'F32', shape: [8], forgeOffset: 64 }]))).toEqual({ code: 'BAD_TENSOR_OFFSET', offset: info });
+    // Each tensor starts where the one before ends, padded to the alignment, in file order.
+    const gap = tensorFile([{ name: 'a', type: 'F32', shape: [8] }, { name: 'b', type: 'F32', shape: [8], forgeOffset: 64 }]);
+    expect(failure(gap)).toEqual({ code: 'BAD_TENSOR_OFFSET', offset: info + 8 + 1 + 4 + 8 + 4 + 8 });
+    const swapped = tensorFile([{ name: 'a', type: 'F32', shape: [8], forgeOffset: 32 }, { name: 'b', type: 'F32', shape: [8], forgeOffset: 0 }]);
+    expect(failure(swapped).code).toBe('BAD_TENSOR_OFFSET');
     expect(failure(tensorFile([{ name: 'w', type: 'F32', shape: [8], forgeOffset: 1n << 62n }])).code).toBe('TENSOR_OUT_OF_BOUNDS');
     const full = tensorFile([{ name: 'w', type: 'F32', shape: [8] }]);
     expect(failure(full.subarray(0, full.length - 1))).toEqual({ code: 'TENSOR_OUT_OF_BOUNDS', offset: info });

@@ -84,7 +84,7 @@ const u64le = (v: bigint) => [...new Uint8Array(new BigUint64Array([BigInt.asUin
 
 /** File offsets of the fields of tensor `i`'s info record. */
 function tensorFields(bytes: Uint8Array, i: number) {
-  const rec = parseLayout(new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.byteLength).tensors[i]!;
+  const rec = parseLayout(new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.byteLength).tensors.record(i);
   const nameLength = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(rec.infoOffset, true));
   const nDims = rec.infoOffset + 8 + nameLength;
   return { nameLength: rec.infoOffset, nDims, dims: nDims + 4, type: nDims + 4 + 8 * rec.shape.length, offset: nDims + 4 + 8 * rec.shape.length + 4 };
