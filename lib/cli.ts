@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { existsSync } from 'node:fs';
-import { DequantUsageError, parseRows, runDequant } from './dequant-command.js';
+import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from './dequant-command.js';
 import type { DequantBackend } from './dequant/dequantize.js';
 import { GgufError } from './errors.js';
 import { openGguf } from './gguf-file.js';
-import { inspectJson, inspectText } from './inspect.js';
+import { inspectText, writeInspectJson } from './inspect.js';
 import { samplePath } from './sample.js';
 
 const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
@@ -44,9 +44,31 @@ function run(argv: string[]): number {
   if (files[0] === undefined && !existsSync(path)) throw new Error(`the embedded sample is missing (${path}); run npm run build`);
 
   using g = openGguf(path);
-  const out = flags.has('--json') ? JSON.stringify(inspectJson(g, { sha256: flags.has('--sha256') })) + '\n' : inspectText(g, path);
-  process.stdout.write(out);
+  if (flags.has('--json')) {
+    writeBuffered((write) => writeInspectJson(g, write, { sha256: flags.has('--sha256') }));
+  } else {
+    process.stdout.write(inspectText(g, path));
+  }
+  // Pages lost while reading (the file truncated underneath) read as zeros: say so, exit 2.
+  g.verify();
   return 0;
+}
+
+/** Writes what `produce` emits to stdout in pieces of about 1 MiB (stdout is synchronous on Linux). */
+function writeBuffered(produce: (write: (chunk: string) => void) => void): void {
+  let pending: string[] = [];
+  let size = 0;
+  const flush = () => {
+    process.stdout.write(pending.join(''));
+    pending = [];
+    size = 0;
+  };
+  produce((chunk) => {
+    pending.push(chunk);
+    size += chunk.length;
+    if (size >= 1 << 20) flush();
+  });
+  flush();
 }
 
 const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
@@ -71,6 +93,7 @@ function dequant(args: string[]): number {
   try {
     const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
     using g = openGguf(positional[0]!);
+    if (options['--out'] !== undefined) checkOutputIsNotInput(positional[0]!, options['--out']);
     const progress = process.stderr.isTTY ? process.stderr : undefined;
     process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));
   } catch (error) {

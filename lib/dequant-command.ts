@@ -1,4 +1,5 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { DequantBackend } from './dequant/dequantize.js';
 import type { GgufFile } from './gguf-file.js';
 import { HOST_LITTLE_ENDIAN } from './elements.js';
@@ -15,6 +16,15 @@ export interface DequantRequest {
 }
 
 export class DequantUsageError extends Error {}
+
+/** Refuses an output path that names the input file itself (directly or through a link). */
+export function checkOutputIsNotInput(inputPath: string, outPath: string): void {
+  const input = statSync(inputPath);
+  const out = statSync(outPath, { throwIfNoEntry: false });
+  if (out !== undefined && out.dev === input.dev && out.ino === input.ino) {
+    throw new Error(`--out ${outPath} is the input file itself; writing it would destroy the model`);
+  }
+}
 
 /** Parses `A:B`, `A:` or `A` (row A alone). */
 export function parseRows(text: string): { first: number; end?: number } {
@@ -76,7 +86,11 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
   const buffer = new Float32Array(Math.min(end - first, sliceRows) * rowLength);
   const summary: Summary = { min: Infinity, max: -Infinity, sum: 0, nan: 0, infinite: 0 };
   const progress = total >= PROGRESS_MIN_ELEMENTS ? request.progress : undefined;
-  const fd = request.outPath === undefined ? undefined : openSync(request.outPath, 'w');
+  // The output goes to a temporary file beside it, renamed over it at the end: no half file, and
+  // the old contents stay until then.
+  const temp = request.outPath === undefined ? undefined : join(dirname(request.outPath), `.${basename(request.outPath)}.${process.pid}.tmp`);
+  const fd = temp === undefined ? undefined : openSync(temp, 'wx');
+  let finished = false;
   try {
     for (let row = first; row < end; row += sliceRows) {
       const count = Math.min(sliceRows, end - row);
@@ -89,8 +103,15 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
       }
       if (progress !== undefined) drawProgress(progress, (row + count - first) * rowLength, total);
     }
+    // Pages lost while reading (the file truncated underneath) read as zeros: fail instead.
+    g.verify();
+    finished = true;
   } finally {
     if (fd !== undefined) closeSync(fd);
+    if (temp !== undefined) {
+      if (finished) renameSync(temp, request.outPath!);
+      else unlinkSync(temp);
+    }
     if (progress !== undefined) progress.write('\r\x1b[K');
   }
   const head = `${tensor.name}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;

@@ -48,6 +48,9 @@ const TYPED_ARRAYS: Partial<Record<GgufValueType, { new (buffer: ArrayBufferLike
   INT64: BigInt64Array,
 };
 
+/** V8's longest JS array (FixedArray::kMaxLength on 64-bit): past it, an array cannot be built. */
+const MAX_JS_ARRAY_LENGTH = 134_217_725;
+
 /** The header bytes (from file offset 0) and how to read numbers in them. */
 export interface FileBytes {
   readonly view: DataView;
@@ -93,7 +96,11 @@ export class GgufArray {
     return type === 'STRING' ? (readScalar(cur, 'STRING') as string) : decodeNested(this.file, cur);
   }
 
-  /** All elements: a typed array for numeric types, a JS array otherwise. */
+  /**
+   * All elements: a typed array for numeric types, a JS array otherwise. A JS array longer than
+   * the engine allows (about 134M elements in V8) is LIMIT_EXCEEDED: read those with `values()`
+   * or `at()`.
+   */
   toArray(): GgufValue {
     const { elementType: type, length, dataOffset } = this.record;
     const Typed = TYPED_ARRAYS[type];
@@ -101,26 +108,34 @@ export class GgufArray {
       const view = this.cursorAt(dataOffset).view;
       return elementsAt(Typed, view.buffer, view.byteOffset + dataOffset, length, this.file.littleEndian);
     }
-    const cur = this.cursorAt(dataOffset);
-    if (type === 'ARRAY') return Array.from({ length }, () => decodeNested(this.file, cur));
-    if (type === 'STRING') return this.strings(cur, length);
-    return Array.from({ length }, () => readScalar(cur, type)) as boolean[];
+    const tooLong = () => new GgufError('LIMIT_EXCEEDED', `an array of ${length} ${type} values is longer than a JavaScript array can be; read it with values() or at()`, dataOffset);
+    if (length > MAX_JS_ARRAY_LENGTH) throw tooLong();
+    try {
+      return Array.from(this.values());
+    } catch (error) {
+      if (error instanceof RangeError) throw tooLong(); // another engine's smaller bound
+      throw error;
+    }
   }
 
-  *[Symbol.iterator](): IterableIterator<GgufValue> {
-    const value = this.toArray();
-    yield* value as Iterable<GgufValue>;
+  /** The elements one by one, in order, without building an array (for arrays of any length). */
+  *values(): IterableIterator<GgufValue> {
+    const { elementType: type, length, dataOffset } = this.record;
+    const cur = this.cursorAt(dataOffset);
+    for (let i = 0; i < length; i++) {
+      // A long walk may be interleaved with close(): look again now and then.
+      if ((i & 0xffff) === 0xffff && this.file.closed()) throw new GgufError('CLOSED', 'metadata array read after close()', cur.pos);
+      yield type === 'ARRAY' ? decodeNested(this.file, cur) : readScalar(cur, type);
+    }
+  }
+
+  [Symbol.iterator](): IterableIterator<GgufValue> {
+    return this.values();
   }
 
   private cursorAt(offset: number): Cursor {
     if (this.file.closed()) throw new GgufError('CLOSED', 'metadata array read after close()', offset);
     return cursorAt(this.file, offset);
-  }
-
-  private strings(cur: Cursor, length: number): string[] {
-    const out = new Array<string>(length);
-    for (let i = 0; i < length; i++) out[i] = cur.string('string');
-    return out;
   }
 
   private elementStarts(): Float64Array {

@@ -1,6 +1,6 @@
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from './ggml-types.js';
-import { alignUp, DEFAULT_ALIGNMENT, isPowerOfTwo } from './parse.js';
+import { alignUp, DEFAULT_ALIGNMENT, isPowerOfTwo, MAX_TENSOR_NAME_BYTES } from './parse.js';
 import { FIXED_VALUE_SIZE, valueTypeId, type GgufValueType } from './value-types.js';
 
 type NumberType = 'UINT8' | 'INT8' | 'UINT16' | 'INT16' | 'UINT32' | 'INT32' | 'FLOAT32' | 'FLOAT64';
@@ -33,6 +33,8 @@ export interface GgufWriteTensor {
    */
   forgeTypeId?: number;
   forgeOffset?: number | bigint;
+  /** For deliberately invalid test files only: write `name` even when the reader rejects it. */
+  forgeName?: boolean;
 }
 
 export interface GgufWriteSpec {
@@ -117,7 +119,9 @@ export function layoutGguf(spec: GgufWriteSpec): GgufWriteLayout {
 
   const tensorOffsets: number[] = [];
   let dataSize = 0;
+  const names = new Set<string>();
   for (const t of tensors) {
+    if (!t.forgeName) checkTensorName(t.name, names);
     const type = resolveType(t.type);
     const nelements = t.shape.reduce((a, b) => a * b, 1);
     if ((t.shape[0] ?? 1) % type.blockSize !== 0) {
@@ -142,6 +146,14 @@ export function layoutGguf(spec: GgufWriteSpec): GgufWriteLayout {
     tensorOffsets: tensorOffsets.map((o) => dataOffset + o),
     fileSize: tensors.length > 0 ? dataOffset + dataSize : w.length,
   };
+}
+
+/** What the reader accepts as a tensor name: 1 to 63 UTF-8 bytes, not used before. */
+function checkTensorName(name: string, seen: Set<string>): void {
+  const length = new TextEncoder().encode(name).length;
+  if (length === 0 || length > MAX_TENSOR_NAME_BYTES) throw new RangeError(`tensor name '${name}' is ${length} bytes (1 to ${MAX_TENSOR_NAME_BYTES})`);
+  if (seen.has(name)) throw new RangeError(`duplicate tensor name '${name}'`);
+  seen.add(name);
 }
 
 function resolveType(type: string | number): GgmlType {

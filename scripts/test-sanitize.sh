@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite against the ASan + UBSan build of the addon (npm run build:sanitize first).
 # Node itself is not instrumented, so the ASan runtime is preloaded; leak checking is off (V8
-# keeps memory to the end by design), and so is its SIGBUS handler (a test expects the plain
-# signal). Any sanitizer report aborts the process, failing the run.
+# keeps memory to the end by design), and so is ASan's own SIGBUS handler, so that the addon's
+# handler (lost pages of a truncated file) is the one under test. Any sanitizer report aborts
+# the process, failing the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 addon="$PWD/build-sanitize/Release/gguf_mmap.node"
