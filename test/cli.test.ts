@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, openGguf } from '../lib/index.js';
@@ -173,5 +173,65 @@ describe('gguf-mmap dequant', () => {
     const r = cli('dequant', bad, 'w');
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^gguf-mmap: [A-Z_]+: /);
+  });
+});
+
+describe('the CLI reads what the file says, and writes nothing it should not', () => {
+  const dir = tempDir();
+
+  it('inspect --json: every key in file order (__proto__ and integer-like keys too), -0 kept', () => {
+    const file = join(dir, 'keys.gguf');
+    writeFileSync(
+      file,
+      encodeGguf({
+        metadata: {
+          b: { type: 'FLOAT32', value: -0 },
+          ['__proto__']: { type: 'STRING', value: 'kept' },
+          '42': { type: 'ARRAY', arrayType: 'FLOAT32', value: [1, -0] },
+        },
+      }),
+    );
+    const r = cli('inspect', file, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"b":{"type":"FLOAT32","value":-0}');
+    expect(r.stdout).toContain('"value":[1,-0]');
+    const metadata = JSON.parse(r.stdout).metadata;
+    expect(Object.keys(metadata)).toEqual(['42', 'b', '__proto__']); // JSON.parse's object reorders; the text must not
+    expect(r.stdout.indexOf('"b"')).toBeLessThan(r.stdout.indexOf('"__proto__"'));
+    expect(r.stdout.indexOf('"__proto__"')).toBeLessThan(r.stdout.indexOf('"42"'));
+    expect(Object.getOwnPropertyDescriptor(metadata, '__proto__')?.value.value).toBe('kept');
+  });
+
+  it('inspect shows control characters in keys, names and values as escapes', () => {
+    const file = join(dir, 'escapes.gguf');
+    const evil = '\x1b]0;owned\x07\x1b[2J\u009b31m';
+    writeFileSync(
+      file,
+      encodeGguf({ metadata: { [`k${evil}`]: { type: 'STRING', value: evil } }, tensors: [{ name: `t${evil}`.slice(0, 20), type: 'F32', shape: [1] }] }),
+    );
+    const r = cli('inspect', file);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    expect(r.stdout).toContain('\\u001b]0;owned');
+  });
+
+  it('dequant --out refuses the input file itself (also through a link) and leaves it intact; output is written whole', () => {
+    const file = join(dir, 'in.gguf');
+    writeFileSync(file, encodeGguf({ tensors: [{ name: 't', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) }] }));
+    const before = readFileSync(file);
+    const link = join(dir, 'link.gguf');
+    symlinkSync(file, link);
+    for (const out of [file, link]) {
+      const r = cli('dequant', file, 't', '--out', out);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('is the input file itself');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    const out = join(dir, 'out.f32');
+    writeFileSync(out, 'old contents');
+    expect(cli('dequant', file, 't', '--out', out).status).toBe(0);
+    expect([...new Float32Array(new Uint8Array(readFileSync(out)).buffer)]).toEqual([1, 2, 3, 4]);
+    expect(readdirSync(dir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 });
