@@ -184,11 +184,11 @@ describe('the CLI reads what the file says, and writes nothing it should not', (
     writeFileSync(
       file,
       encodeGguf({
-        metadata: {
-          b: { type: 'FLOAT32', value: -0 },
-          ['__proto__']: { type: 'STRING', value: 'kept' },
-          '42': { type: 'ARRAY', arrayType: 'FLOAT32', value: [1, -0] },
-        },
+        metadata: [
+          ['b', { type: 'FLOAT32', value: -0 }],
+          ['__proto__', { type: 'STRING', value: 'kept' }],
+          ['42', { type: 'ARRAY', arrayType: 'FLOAT32', value: [1, -0] }],
+        ],
       }),
     );
     const r = cli('inspect', file, '--json');
