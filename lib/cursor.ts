@@ -77,8 +77,11 @@ export class Cursor {
   /** int64 as a number when it is within +-(2^53 - 1), as a bigint beyond. */
   i64(what: string): number | bigint {
     const at = this.take(8, what);
-    const value = this.view.getBigInt64(at, this.littleEndian);
-    return value >= -0x1fffffffffffffn && value <= 0x1fffffffffffffn ? Number(value) : value;
+    const [hi, lo] = this.halves(at);
+    // Safe integers without a BigInt (a tensor info holds up to four of these).
+    if (hi < 0x200000) return hi * 0x100000000 + lo;
+    if (hi >= 0xffe00000 && (hi !== 0xffe00000 || lo !== 0)) return (hi - 0x100000000) * 0x100000000 + lo;
+    return this.view.getBigInt64(at, this.littleEndian);
   }
 
   /** A uint64 that must be a safe integer (a size or offset); larger values fail with `code`. */

@@ -261,18 +261,24 @@ function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: n
   const shown = () => table.name(i);
 
   const dimsAt = cur.pos;
-  const nDims = cur.u32(`n_dims of '${shown()}'`);
+  const nDims = cur.u32('n_dims');
   if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${shown()}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
   const shape: number[] = [];
-  let product = 1n;
-  let ne0 = 1n;
+  // Numbers while every dimension and the running product are safe integers (every real
+  // tensor), BigInt beyond, so that huge shapes are still checked exactly.
+  let product: number | bigint = 1;
+  let ne0: number | bigint = 1;
   for (let d = 0; d < nDims; d++) {
     const at = cur.pos;
     // v1 stores dimensions as uint32, later versions as int64.
-    const ne = cur.wideCounts ? BigInt(cur.i64('dimension')) : BigInt(cur.u32('dimension'));
-    if (ne < 0n) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has negative dimension ${ne}`, at);
-    product *= ne;
-    if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has more than 2^63 elements`, at);
+    const ne = cur.wideCounts ? cur.i64('dimension') : cur.u32('dimension');
+    if (ne < 0) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has negative dimension ${ne}`, at);
+    if (typeof product === 'number' && typeof ne === 'number' && product * ne <= Number.MAX_SAFE_INTEGER) {
+      product *= ne;
+    } else {
+      product = BigInt(product) * BigInt(ne);
+      if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has more than 2^63 elements`, at);
+    }
     if (d === 0) ne0 = ne;
     shape.push(Number(ne));
   }
@@ -283,10 +289,13 @@ function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: n
   if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${shown()}' has unknown type id ${typeId}`, typeAt);
   if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${shown()}' has removed type ${type.name} (id ${typeId})`, typeAt);
   // Exact, on the integer as stored: 2^53 + 1 must not round to a multiple.
-  if (ne0 % BigInt(type.blockSize) !== 0n) {
+  if (typeof ne0 === 'number' ? ne0 % type.blockSize !== 0 : ne0 % BigInt(type.blockSize) !== 0n) {
     throw new GgufError('BAD_SHAPE', `tensor '${shown()}': ne[0] = ${ne0} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
   }
-  const nbytes = (product / BigInt(type.blockSize)) * BigInt(type.typeSize);
+  const nbytes =
+    typeof product === 'number' && (product / type.blockSize) * type.typeSize <= Number.MAX_SAFE_INTEGER
+      ? (product / type.blockSize) * type.typeSize
+      : (BigInt(product) / BigInt(type.blockSize)) * BigInt(type.typeSize);
   if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' is more than 2^63 bytes`, dimsAt);
 
   const offsetAt = cur.pos;
@@ -295,7 +304,7 @@ function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: n
   if (typeof offset === 'bigint' ? offset % BigInt(alignment) !== 0n : offset % alignment !== 0) {
     throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${shown()}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
   }
-  if (typeof offset === 'bigint' || nbytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+  if (typeof offset === 'bigint' || typeof nbytes === 'bigint') {
     throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${shown()}' lies past the end of the file`, offsetAt);
   }
   table.set(i, typeId, shape, offset, Number(nbytes), infoOffset);
