@@ -118,7 +118,9 @@ function readHeader(source: ByteSource, limits: ParseLimits): { view: DataView; 
     try {
       return { view, layout: parseLayout(view, source.size, limits) };
     } catch (error) {
-      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(view.byteLength * 4) : undefined;
+      // Grown by 4x, or at once to twice the least the header's counts need (the error's offset;
+      // real names and shapes take about that).
+      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(Math.max(view.byteLength * 4, error.offset * 2)) : undefined;
       if (longer === undefined) throw error;
       view = longer;
     }

@@ -105,6 +105,12 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
   if (tensorCount * minTensor + kvCount * minKv > cur.bytesLeft) {
     throw new GgufError('BAD_COUNT', `tensor count ${tensorCount} cannot fit in the file`, tensorCountAt);
   }
+  // A header that cannot fit the window it is read through is known from its counts: say so now,
+  // with the least it needs as the offset, rather than after walking the window.
+  const leastEnd = cur.pos + tensorCount * minTensor + kvCount * minKv;
+  if (leastEnd > view.byteLength) {
+    throw new GgufError('HEADER_TOO_LARGE', `the header needs at least ${leastEnd} bytes, more than one window holds`, leastEnd);
+  }
   const maxKeys = limits.maxKeys ?? DEFAULT_LIMITS.maxKeys;
   const maxTensors = limits.maxTensors ?? DEFAULT_LIMITS.maxTensors;
   if (kvCount > maxKeys) throw new GgufError('LIMIT_EXCEEDED', `${kvCount} metadata keys (limits.maxKeys is ${maxKeys})`, kvCountAt);
@@ -125,7 +131,8 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
 
   // Names are at most 63 bytes and lie in the header, which bounds the name store.
   const tensors = new TensorTable(tensorCount, Math.min(tensorCount * MAX_TENSOR_NAME_BYTES, Math.max(0, view.byteLength - cur.pos)));
-  for (let i = 0; i < tensorCount; i++) readTensorInfo(cur, alignment, tensors, i);
+  const header = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  for (let i = 0; i < tensorCount; i++) readTensorInfo(cur, header, alignment, tensors, i);
 
   const headerEnd = cur.pos;
   const dataOffset = alignUp(headerEnd, alignment);
@@ -253,17 +260,14 @@ function checkAlignment(kv: KvRecord): number {
 }
 
 /** Reads tensor info `i` at the cursor into `table`, checking it as ggml's gguf.cpp does. */
-function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: number): void {
+function readTensorInfo(cur: Cursor, header: Uint8Array, alignment: number, table: TensorTable, i: number): void {
+  // The common path allocates nothing: a million tensor infos must open in well under a second.
   const infoOffset = cur.pos;
-  const name = readTensorName(cur, infoOffset);
-  const earlier = table.addName(i, name);
-  if (earlier >= 0) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${table.name(i)}'`, infoOffset);
-  const shown = () => table.name(i);
+  readTensorName(cur, header, table, i);
 
   const dimsAt = cur.pos;
   const nDims = cur.u32('n_dims');
-  if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${shown()}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
-  const shape: number[] = [];
+  if (nDims > MAX_DIMS) throw new GgufError('BAD_DIMS', `tensor '${table.name(i)}' has ${nDims} dimensions (at most ${MAX_DIMS})`, dimsAt);
   // Numbers while every dimension and the running product are safe integers (every real
   // tensor), BigInt beyond, so that huge shapes are still checked exactly.
   let product: number | bigint = 1;
@@ -272,57 +276,59 @@ function readTensorInfo(cur: Cursor, alignment: number, table: TensorTable, i: n
     const at = cur.pos;
     // v1 stores dimensions as uint32, later versions as int64.
     const ne = cur.wideCounts ? cur.i64('dimension') : cur.u32('dimension');
-    if (ne < 0) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has negative dimension ${ne}`, at);
+    if (ne < 0) throw new GgufError('BAD_SHAPE', `tensor '${table.name(i)}' has negative dimension ${ne}`, at);
     if (typeof product === 'number' && typeof ne === 'number' && product * ne <= Number.MAX_SAFE_INTEGER) {
       product *= ne;
     } else {
       product = BigInt(product) * BigInt(ne);
-      if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' has more than 2^63 elements`, at);
+      if (product > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${table.name(i)}' has more than 2^63 elements`, at);
     }
     if (d === 0) ne0 = ne;
-    shape.push(Number(ne));
+    table.setDim(i, d, Number(ne));
   }
 
   const typeAt = cur.pos;
   const typeId = cur.u32('tensor type');
   const type = ggmlTypeById(typeId);
-  if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${shown()}' has unknown type id ${typeId}`, typeAt);
-  if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${shown()}' has removed type ${type.name} (id ${typeId})`, typeAt);
+  if (type === undefined) throw new GgufError('UNKNOWN_TENSOR_TYPE', `tensor '${table.name(i)}' has unknown type id ${typeId}`, typeAt);
+  if (type.removed) throw new GgufError('REMOVED_TENSOR_TYPE', `tensor '${table.name(i)}' has removed type ${type.name} (id ${typeId})`, typeAt);
   // Exact, on the integer as stored: 2^53 + 1 must not round to a multiple.
   if (typeof ne0 === 'number' ? ne0 % type.blockSize !== 0 : ne0 % BigInt(type.blockSize) !== 0n) {
-    throw new GgufError('BAD_SHAPE', `tensor '${shown()}': ne[0] = ${ne0} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
+    throw new GgufError('BAD_SHAPE', `tensor '${table.name(i)}': ne[0] = ${ne0} is not a multiple of the ${type.name} block size ${type.blockSize}`, dimsAt);
   }
   const nbytes =
     typeof product === 'number' && (product / type.blockSize) * type.typeSize <= Number.MAX_SAFE_INTEGER
       ? (product / type.blockSize) * type.typeSize
       : (BigInt(product) / BigInt(type.blockSize)) * BigInt(type.typeSize);
-  if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${shown()}' is more than 2^63 bytes`, dimsAt);
+  if (nbytes > INT64_MAX) throw new GgufError('BAD_SHAPE', `tensor '${table.name(i)}' is more than 2^63 bytes`, dimsAt);
 
   const offsetAt = cur.pos;
   const offset = cur.u64('tensor offset');
   // Alignment first, on the exact value (as ggml checks it), then whether it can lie in the file.
   if (typeof offset === 'bigint' ? offset % BigInt(alignment) !== 0n : offset % alignment !== 0) {
-    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${shown()}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
+    throw new GgufError('BAD_TENSOR_OFFSET', `tensor '${table.name(i)}' offset ${offset} is not a multiple of the alignment ${alignment}`, offsetAt);
   }
   if (typeof offset === 'bigint' || typeof nbytes === 'bigint') {
-    throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${shown()}' lies past the end of the file`, offsetAt);
+    throw new GgufError('TENSOR_OUT_OF_BOUNDS', `tensor '${table.name(i)}' lies past the end of the file`, offsetAt);
   }
-  table.set(i, typeId, shape, offset, Number(nbytes), infoOffset);
+  table.set(i, typeId, nDims, offset, nbytes, infoOffset);
 }
 
-/** A tensor name's UTF-8 bytes at the cursor: 1 to 63 of them, valid UTF-8. */
-function readTensorName(cur: Cursor, infoOffset: number): Uint8Array {
+/**
+ * Reads tensor `i`'s name at the cursor into `table`: 1 to 63 bytes of valid UTF-8, not a name
+ * seen before (checked at once, as ggml does).
+ */
+function readTensorName(cur: Cursor, header: Uint8Array, table: TensorTable, i: number): void {
+  const infoOffset = cur.pos;
   const length = cur.count('tensor name length', 'BAD_TENSOR_NAME');
   if (length > MAX_TENSOR_NAME_BYTES) {
     throw new GgufError('BAD_TENSOR_NAME', `tensor name of ${length} bytes (at most ${MAX_TENSOR_NAME_BYTES})`, infoOffset);
   }
   if (length === 0) throw new GgufError('BAD_TENSOR_NAME', 'empty tensor name', infoOffset);
   const at = cur.take(length, 'tensor name');
-  const bytes = new Uint8Array(cur.view.buffer, cur.view.byteOffset + at, length);
-  let ascii = true;
-  for (let k = 0; k < length; k++) if (bytes[k]! >= 0x80) ascii = false;
-  if (!ascii) decodeUtf8(cur.view, at, length, true, 'tensor name');
-  return bytes;
+  const earlier = table.addName(i, header, at, length);
+  if (!table.lastNameAscii) decodeUtf8(cur.view, at, length, true, 'tensor name');
+  if (earlier >= 0) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${table.name(i)}'`, infoOffset);
 }
 
 /**

@@ -18,10 +18,13 @@ export interface TensorRecord {
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
 /** FNV-1a over bytes [start, end): the name index's hash. */
 function hashBytes(bytes: Uint8Array, start: number, end: number): number {
-  let h = 0x811c9dc5;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+  let h = FNV_OFFSET;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
   return h >>> 0;
 }
 
@@ -35,6 +38,8 @@ export class TensorTable {
   readonly count: number;
   private readonly nameBytes: Uint8Array;
   private nameLength = 0;
+  /** Whether the name addName() stored last is plain ASCII. */
+  lastNameAscii = true;
   private readonly nameStart: Uint32Array;
   private readonly nameEnd: Uint32Array;
   private readonly typeIds: Uint8Array;
@@ -63,30 +68,43 @@ export class TensorTable {
   }
 
   /**
-   * Stores tensor `i`'s name (its UTF-8 bytes in `source`) and indexes it; returns the index of
-   * an earlier tensor with the same name, or -1.
+   * Stores tensor `i`'s name (`length` UTF-8 bytes at `start` of `source`) and indexes it.
+   * Returns the index of an earlier tensor with the same name, or -1; `lastNameAscii` then tells
+   * whether the name is plain ASCII (else the caller checks it is valid UTF-8).
    */
-  addName(i: number, source: Uint8Array): number {
-    const start = this.nameLength;
-    this.nameBytes.set(source, start);
-    this.nameLength += source.length;
-    this.nameStart[i] = start;
-    this.nameEnd[i] = this.nameLength;
+  addName(i: number, source: Uint8Array, start: number, length: number): number {
+    const at = this.nameLength;
+    const names = this.nameBytes;
+    let h = FNV_OFFSET;
+    let high = 0;
+    for (let k = 0; k < length; k++) {
+      const b = source[start + k]!;
+      names[at + k] = b;
+      high |= b;
+      h = Math.imul(h ^ b, FNV_PRIME);
+    }
+    this.lastNameAscii = high < 0x80;
+    this.nameLength = at + length;
+    this.nameStart[i] = at;
+    this.nameEnd[i] = at + length;
     const mask = this.index.length - 1;
-    for (let slot = hashBytes(this.nameBytes, start, this.nameLength) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = (h >>> 0) & mask; ; slot = (slot + 1) & mask) {
       const other = this.index[slot]! - 1;
       if (other < 0) {
         this.index[slot] = i + 1;
         return -1;
       }
-      if (this.sameName(other, this.nameBytes, start, this.nameLength)) return other;
+      if (this.sameName(other, names, at, at + length)) return other;
     }
   }
 
-  set(i: number, typeId: number, shape: readonly number[], offset: number, nbytes: number, infoOffset: number): void {
+  setDim(i: number, d: number, ne: number): void {
+    this.ne[i * 4 + d] = ne;
+  }
+
+  set(i: number, typeId: number, nDims: number, offset: number, nbytes: number, infoOffset: number): void {
     this.typeIds[i] = typeId;
-    this.dims[i] = shape.length;
-    for (let d = 0; d < shape.length; d++) this.ne[i * 4 + d] = shape[d]!;
+    this.dims[i] = nDims;
     this.offsets[i] = offset;
     this.nbytes[i] = nbytes;
     this.infoOffsets[i] = infoOffset;
