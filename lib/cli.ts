@@ -104,6 +104,12 @@ function dequant(args: string[]): number {
 }
 
 function main(): void {
+  // A reader that stops early (`| head`) closes the pipe: that is the end of the output, not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    process.stderr.write(`gguf-mmap: ${error.message}\n`);
+    process.exit(1);
+  });
   try {
     process.exitCode = run(process.argv.slice(2));
   } catch (error) {

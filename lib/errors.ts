@@ -38,6 +38,7 @@ export const GGUF_ERROR_CODES = [
   'FILE_CHANGED',
   'CHECKSUM_MISMATCH',
   'LIMIT_EXCEEDED',
+  'ADDON_UNAVAILABLE',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

@@ -4,11 +4,24 @@ import { GgufMetadata } from './metadata.js';
 import { GgufError } from './errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from './parse.js';
 import type { TensorTable } from './tensor-table.js';
+import { addonUnavailableReason, canMap } from './native.js';
+import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
 import { verifySource, type VerifyOptions } from './verify.js';
 
+/**
+ * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
+ * 'read' reads it with fs (the header once, each tensor's bytes into a copy when first asked for).
+ */
+export type OpenMode = 'mmap' | 'read';
+
 export interface OpenOptions {
+  /**
+   * 'mmap' or 'read'; by default (and with 'auto') mmap where the addon loads and the runtime
+   * allows ArrayBuffers over external memory, read elsewhere. GGUF_MMAP_MODE sets the default.
+   */
+  mode?: OpenMode | 'auto';
   /**
    * Largest ArrayBuffer to create over the mapping; defaults to buffer.constants.MAX_LENGTH.
    * Files larger than this are exposed through several windows (see README, "Large files").
@@ -86,6 +99,16 @@ export class GgufFile implements Disposable {
     return this.source.closed;
   }
 
+  /** 'mmap' (views of a mapping), 'read' (copies read with fs) or 'memory' (parseGguf: views of the caller's bytes). */
+  get mode(): OpenMode | 'memory' {
+    return this.source instanceof MappedSource ? 'mmap' : this.source instanceof ReadSource ? 'read' : 'memory';
+  }
+
+  /** Whether tensor bytes and views are views of the file's memory (mmap and memory modes) rather than copies. */
+  get zeroCopy(): boolean {
+    return this.source.zeroCopy;
+  }
+
   /**
    * Checks that the file on disk is still the one mapped: throws GgufError FILE_CHANGED if it was
    * truncated (reading the lost pages would raise SIGBUS) or modified in place since it was
@@ -145,13 +168,27 @@ function toFilePath(path: string | URL | Buffer): string {
   return resolve(text);
 }
 
+const MODES = ['mmap', 'read', 'auto'] as const;
+
+function chooseMode(asked: OpenOptions['mode']): OpenMode {
+  const fromEnv = process.env.GGUF_MMAP_MODE;
+  const mode = asked ?? (fromEnv === undefined || fromEnv === '' ? 'auto' : (fromEnv as OpenMode));
+  if (!MODES.includes(mode)) throw new TypeError(`openGguf: mode is one of ${MODES.join(', ')}, not '${String(mode)}'`);
+  if (mode === 'read') return 'read';
+  if (canMap()) return 'mmap';
+  if (mode === 'auto') return 'read';
+  const why = addonUnavailableReason() ?? 'this runtime does not allow ArrayBuffers over external memory';
+  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; run \`npm rebuild gguf-mmap\` with a C++ compiler on PATH, or open with { mode: 'read' }`, 0);
+}
+
 /**
- * Maps the file at `path` and parses its header. I/O problems throw the system error (code
+ * Maps the file at `path` (or reads it, see `options.mode`) and parses its header. I/O problems throw the system error (code
  * ENOENT, EISDIR, ...); invalid contents throw a GgufError. The file is let go by close() (or
  * `using`), or once the file and every view of it are garbage.
  */
 export function openGguf(path: string | URL | Buffer, options: OpenOptions = {}): GgufFile {
-  const source = new MappedSource(toFilePath(path), options.maxWindowBytes);
+  const filePath = toFilePath(path);
+  const source = chooseMode(options.mode) === 'mmap' ? new MappedSource(filePath, options.maxWindowBytes) : new ReadSource(filePath);
   try {
     return new GgufFile(source, options.limits);
   } catch (error) {

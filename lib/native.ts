@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, isAbsolute, join } from 'node:path';
+import { GgufError } from './errors.js';
 import { packageRoot } from './package-root.js';
 
 /** Device, inode, size and mtime in nanoseconds, as decimal strings (they may not fit a double). */
@@ -47,64 +48,118 @@ interface Addon {
   dequantInfo(): { isa: string; typeIds: number[] };
   forcePortableDequant(portable: boolean): void;
   setIq4nlValues(values: Int8Array): void;
+  externalBuffers(): boolean;
+  refuseExternalBuffers(refuse: boolean): void;
 }
 
 /**
  * Which build of the addon to load: GGUF_MMAP_ADDON if set (CI uses it to test the cmake-js and
- * sanitizer builds), else node-gyp's build/Release, else cmake-js's build-cmake/Release.
- * The override must be an absolute path to a `.node` file: anything else given to require()
- * could run as JavaScript, or be resolved against the working directory.
+ * sanitizer builds; `off` loads none, as where no build exists), else node-gyp's build/Release,
+ * else a prebuilt binary for this platform (prebuilds/, found by node-gyp-build), else cmake-js's
+ * build-cmake/Release. The override must be an absolute path to a `.node` file: anything else
+ * given to require() could run as JavaScript, or be resolved against the working directory.
  */
-function resolveAddon(): string {
+function resolveAddon(): string | undefined {
   const override = process.env.GGUF_MMAP_ADDON;
+  if (override === 'off') return undefined;
   if (override) {
     if (!isAbsolute(override) || extname(override) !== '.node' || override.includes('\0')) {
-      throw new Error(`gguf-mmap: GGUF_MMAP_ADDON must be an absolute path to a .node file, not '${override}'`);
+      throw new Error(`gguf-mmap: GGUF_MMAP_ADDON must be an absolute path to a .node file (or 'off'), not '${override}'`);
     }
     return override;
   }
   const root = packageRoot();
-  const candidates = [join(root, 'build/Release/gguf_mmap.node'), join(root, 'build-cmake/Release/gguf_mmap.node')];
-  const found = candidates.find((p) => existsSync(p));
-  if (found === undefined) {
-    throw new Error(`gguf-mmap: native addon not built (looked for ${candidates.join(', ')}); run npm install`);
+  const require = createRequire(import.meta.url);
+  try {
+    return (require('node-gyp-build') as { path(dir: string): string }).path(root);
+  } catch {
+    const cmake = join(root, 'build-cmake/Release/gguf_mmap.node');
+    return existsSync(cmake) ? cmake : undefined;
   }
-  return found;
 }
 
-let loaded: { addon: Addon; path: string } | undefined;
+type LoadResult = { addon: Addon; path: string; error?: undefined } | { addon?: undefined; path?: undefined; error: string };
+let loaded: LoadResult | undefined;
 
-function load(): { addon: Addon; path: string } {
+function load(): LoadResult {
   if (loaded === undefined) {
     const path = resolveAddon();
-    loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
+    if (path === undefined) {
+      loaded = { error: process.env.GGUF_MMAP_ADDON === 'off' ? 'GGUF_MMAP_ADDON is off' : `no build and no prebuilt binary for ${process.platform}-${process.arch}` };
+    } else {
+      try {
+        loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
+      } catch (error) {
+        loaded = { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
+      }
+    }
   }
   return loaded;
 }
 
-/** The addon itself, for modules that wrap one of its functions (dequantization). */
-export function addon(): Addon {
+/** The addon, or undefined where it cannot load (the library then reads files instead of mapping them). */
+export function optionalAddon(): Addon | undefined {
   return load().addon;
 }
 
-export function mapFile(path: string, maxWindow: number): NativeMapping {
-  return new (load().addon.Mapping)(path, maxWindow);
+/** Why the addon is not loaded, or undefined when it is. */
+export function addonUnavailableReason(): string | undefined {
+  return load().error;
 }
 
-/** Mappings not yet unmapped, across every thread of this process. */
+/** The addon itself, for modules that wrap one of its functions; ADDON_UNAVAILABLE where it cannot load. */
+export function addon(): Addon {
+  const result = load();
+  if (result.addon !== undefined) return result.addon;
+  throw new GgufError(
+    'ADDON_UNAVAILABLE',
+    `the native addon is not loaded (${result.error}): run \`npm rebuild gguf-mmap\` with a C++ compiler on PATH, or open files with { mode: 'read' }`,
+    0,
+  );
+}
+
+/** Whether files can be mapped here: the addon loads and the runtime allows ArrayBuffers over external memory. */
+export function canMap(): boolean {
+  return optionalAddon()?.externalBuffers() ?? false;
+}
+
+export function mapFile(path: string, maxWindow: number): NativeMapping {
+  return new (addon().Mapping)(path, maxWindow);
+}
+
+/** Mapped files not yet let go of, across every thread of this process (0 without the addon). */
 export function liveMappings(): number {
-  return load().addon.liveMappings();
+  return optionalAddon()?.liveMappings() ?? 0;
 }
 
 /**
  * Steps over `count` GGUF strings (length fields of `width` bytes) at `pos` in `view`: returns the
  * offset past the last, or -1 - the offset of the first length field that does not fit the view.
+ * The addon's loop (the hot loop of opening a model), else the same walk in TypeScript.
  */
 export function walkStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number {
-  return load().addon.skipStrings(view, pos, count, width, littleEndian);
+  const native = optionalAddon();
+  if (native !== undefined) return native.skipStrings(view, pos, count, width, littleEndian);
+  const limit = view.byteLength;
+  for (let i = 0; i < count; i++) {
+    if (pos + width > limit) return -1 - pos;
+    let length: number;
+    if (width === 4) {
+      length = view.getUint32(pos, littleEndian);
+    } else {
+      const high = view.getUint32(littleEndian ? pos + 4 : pos, littleEndian);
+      if (high >= 0x200000) return -1 - pos;
+      length = high * 0x100000000 + view.getUint32(littleEndian ? pos : pos + 4, littleEndian);
+    }
+    if (length > limit - pos - width) return -1 - pos;
+    pos += width + length;
+  }
+  return pos;
 }
 
 /** Path of the loaded native addon. */
 export function addonPath(): string {
-  return load().path;
+  const result = load();
+  if (result.path === undefined) throw new Error(`gguf-mmap: ${result.error}`);
+  return result.path;
 }

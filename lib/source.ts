@@ -21,6 +21,8 @@ export interface ByteSource {
   locate(offset: number, length: number): Located;
   /** Ranges up to this long never need a window of their own. */
   readonly sliceLength: number;
+  /** Whether locate() hands out views of the file's memory (else each range is read into a copy). */
+  readonly zeroCopy: boolean;
   close(): void;
   readonly closed: boolean;
   /** Throws CLOSED after close(), FILE_CHANGED once pages of the file were lost; `offset` is for the error. */
@@ -52,6 +54,7 @@ export function checkBuffer(buffer: ArrayBufferLike, offset: number): void {
 
 export class MemorySource implements ByteSource {
   readonly closed = false;
+  readonly zeroCopy = true;
   private readonly bytes: Uint8Array;
 
   constructor(input: ArrayBuffer | ArrayBufferView) {
@@ -94,6 +97,7 @@ const HEAD_BYTES = 4 << 20;
  */
 export class MappedSource implements ByteSource {
   readonly size: number;
+  readonly zeroCopy = true;
   readonly windowSize: number;
   private readonly stride: number;
   private readonly mapping: NativeMapping;

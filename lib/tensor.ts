@@ -73,7 +73,10 @@ export class GgufTensor {
     this.fileOffset = dataOffset + record.offset;
   }
 
-  /** The tensor's bytes as stored: a view of the file's memory, never a copy. */
+  /**
+   * The tensor's bytes as stored: a view of the file's memory, never a copy (in read mode, a copy
+   * read from the file once and kept).
+   */
   get bytes(): Uint8Array {
     this.source.check(this.fileOffset);
     if (this.cachedBytes === undefined) this.cachedBytes = this.rangeBytes(0, this.nbytes);
@@ -82,11 +85,11 @@ export class GgufTensor {
 
   /**
    * True when `view()` returns a view of the file's memory; false when it must return a copy
-   * (a big-endian file, or data not aligned to the element size).
+   * (a big-endian file, data not aligned to the element size, or a file opened in read mode).
    */
   get zeroCopyView(): boolean {
     const View = ELEMENT_VIEWS[this.type];
-    return View === undefined || canView(View.BYTES_PER_ELEMENT, this.bytes.byteOffset, this.littleEndian);
+    return this.source.zeroCopy && (View === undefined || canView(View.BYTES_PER_ELEMENT, this.bytes.byteOffset, this.littleEndian));
   }
 
   /**

@@ -3,6 +3,7 @@
 // nothing that still holds one, or a raw pointer into one, can touch unmapped memory.
 #include <napi.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -12,6 +13,11 @@
 #include "string_walk.h"
 
 namespace gguf_mmap {
+
+std::atomic<bool> g_external_buffers_refused{false};
+
+bool ExternalBuffersAllowed() { return !g_external_buffers_refused.load(); }
+
 namespace {
 
 Napi::Error MapFailure(Napi::Env env, const MapError& e, const std::string& path) {
@@ -33,6 +39,9 @@ void FinalizeWindow(napi_env /*env*/, void* /*data*/, void* hint) {
 // An external ArrayBuffer over `length` bytes at `data` that holds the Region until it is
 // collected. Node runs the finalizer itself when creation fails, so the hold is not leaked then.
 Napi::ArrayBuffer HoldingBuffer(Napi::Env env, Region* region, void* data, size_t length) {
+  if (!ExternalBuffersAllowed()) {
+    throw Napi::Error::New(env, "this runtime does not allow ArrayBuffers over external memory; open the file with { mode: 'read' }");
+  }
   region->Retain();
   napi_value buffer;
   napi_status status = napi_create_external_arraybuffer(env, data, length, FinalizeWindow, region, &buffer);
@@ -170,8 +179,29 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ok ? static_cast<double>(end) : -1.0 - static_cast<double>(end));
 }
 
+// Whether this runtime lets ArrayBuffers point at memory it did not allocate (Electron does not:
+// napi_no_external_buffers_allowed). Tried once on a static byte whose finalizer does nothing.
+bool ProbeExternalBuffers(Napi::Env env) {
+  static uint8_t probe_byte = 0;
+  napi_value value;
+  return napi_create_external_arraybuffer(env, &probe_byte, 1, [](napi_env, void*, void*) {}, nullptr, &value) == napi_ok;
+}
+
+// externalBuffers(): false where ArrayBuffers over the mapping cannot be made.
+// refuseExternalBuffers(true): behave as such a runtime does (tests of the read-mode fallback).
+Napi::Value ExternalBuffers(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), ExternalBuffersAllowed());
+}
+Napi::Value RefuseExternalBuffers(const Napi::CallbackInfo& info) {
+  g_external_buffers_refused.store(info.Length() > 0 && info[0].ToBoolean().Value());
+  return info.Env().Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   FaultGuard::Install();
+  if (!ProbeExternalBuffers(env)) g_external_buffers_refused.store(true);
+  exports.Set("externalBuffers", Napi::Function::New<ExternalBuffers>(env, "externalBuffers"));
+  exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));

@@ -197,15 +197,22 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
       throw Napi::Error::New(env, "DequantJob: no native kernel for this type");
     }
     const size_t src_bytes = memory_->nblocks * memory_->kernel.type_size;
-    memory_->pinned = Region::PinContaining(src.data, src_bytes);
-    if (memory_->pinned != nullptr) {
-      memory_->src = src.data;
-    } else if (src_bytes > 0) {
-      memory_->src_copy.reset(new uint8_t[src_bytes]);
-      std::memcpy(memory_->src_copy.get(), src.data, src_bytes);
-      memory_->src = memory_->src_copy.get();
+    // Out of memory is an exception for JS, never std::terminate: node-addon-api only turns
+    // Napi::Error into a JS exception.
+    try {
+      memory_->pinned = Region::PinContaining(src.data, src_bytes);
+      if (memory_->pinned != nullptr) {
+        memory_->src = src.data;
+      } else if (src_bytes > 0) {
+        memory_->src_copy.reset(new uint8_t[src_bytes]);
+        std::memcpy(memory_->src_copy.get(), src.data, src_bytes);
+        memory_->src = memory_->src_copy.get();
+      }
+      memory_->out.reset(new FloatBuffer(memory_->nblocks * memory_->kernel.block_size));
+    } catch (const std::bad_alloc&) {
+      memory_.reset();
+      throw Napi::RangeError::New(env, "DequantJob: not enough memory for the output");
     }
-    memory_->out.reset(new FloatBuffer(memory_->nblocks * memory_->kernel.block_size));
   }
 
  private:
@@ -254,6 +261,10 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
     Napi::ArrayBuffer buffer;
     if (count == 0) {
       buffer = Napi::ArrayBuffer::New(env, 0);
+    } else if (!ExternalBuffersAllowed()) {
+      // A runtime that refuses external memory (Electron): one copy into memory it allocates.
+      buffer = Napi::ArrayBuffer::New(env, memory_->out->bytes());  // throws Napi::Error on failure
+      std::memcpy(buffer.Data(), memory_->out->data(), memory_->out->bytes());
     } else {
       // Node frees through the finalizer even when creation fails, so ownership passes first.
       const size_t bytes = memory_->out->bytes();

@@ -7,4 +7,7 @@ namespace gguf_mmap {
 
 void RegisterDequant(Napi::Env env, Napi::Object exports);
 
+// False in runtimes that refuse ArrayBuffers over external memory (addon.cc).
+bool ExternalBuffersAllowed();
+
 }  // namespace gguf_mmap

@@ -13,6 +13,7 @@ struct Slot {
   std::atomic<bool> used{false};
   std::atomic<uintptr_t> begin{0};  // 0: not guarded
   std::atomic<uintptr_t> end{0};
+  std::atomic<bool> writable{false};  // the protection zero pages replacing lost ones get
   std::atomic<uint32_t> status{0};
 };
 
@@ -25,15 +26,17 @@ struct sigaction previous_action;
 std::once_flag install_once;
 bool installed = false;
 
-uintptr_t PageSize() {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
+// Read once in Install(): the handler must not run a function-local static's guarded init.
+uintptr_t page_size = 4096;
 
 // Hands a SIGBUS that is not ours to whoever had it before; with no handler before, the default
 // action is restored and the faulting instruction runs again, so the process dies of the signal.
+void OnSigbus(int signo, siginfo_t* info, void* context);
+
 void Chain(int signo, siginfo_t* info, void* context) {
-  if ((previous_action.sa_flags & SA_SIGINFO) != 0 && previous_action.sa_sigaction != nullptr) {
+  // Never ourselves (a second copy of this library would find the first's handler installed).
+  if ((previous_action.sa_flags & SA_SIGINFO) != 0 && previous_action.sa_sigaction != nullptr &&
+      previous_action.sa_sigaction != OnSigbus) {
     previous_action.sa_sigaction(signo, info, context);
     return;
   }
@@ -58,8 +61,8 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
     if (addr >= end) continue;
     // A truncation loses the file's tail: zero everything from this page on, so later reads of
     // the lost range do not fault one page at a time.
-    const uintptr_t page = addr & ~(PageSize() - 1);
-    if (!ReplaceWithZeros(reinterpret_cast<void*>(page), end - page)) break;
+    const uintptr_t page = addr & ~(page_size - 1);
+    if (!ReplaceWithZeros(reinterpret_cast<void*>(page), end - page, slot.writable.load(std::memory_order_acquire))) break;
     slot.status.fetch_or(kStatusPagesLost, std::memory_order_release);
     return;
   }
@@ -68,13 +71,17 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
 
 }  // namespace
 
-bool ReplaceWithZeros(void* begin, size_t length) {
-  void* at = mmap(begin, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+bool ReplaceWithZeros(void* begin, size_t length, bool writable) {
+  // Read-only zero pages are never charged against commit: a read-only mapping (strict
+  // overcommit) is replaced by a read-only one, which cannot fail for want of memory.
+  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* at = mmap(begin, length, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   return at != MAP_FAILED;
 }
 
 bool FaultGuard::Install() {
   std::call_once(install_once, [] {
+    page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     struct sigaction action;
     std::memset(&action, 0, sizeof action);
     action.sa_sigaction = OnSigbus;
@@ -85,7 +92,7 @@ bool FaultGuard::Install() {
   return installed;
 }
 
-int FaultGuard::Acquire(void* begin, size_t length) {
+int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
   const int start = next_hint.load(std::memory_order_relaxed);
   for (int i = 0; i < kSlots; i++) {
     const int index = (start + i) % kSlots;
@@ -94,6 +101,7 @@ int FaultGuard::Acquire(void* begin, size_t length) {
     next_hint.store((index + 1) % kSlots, std::memory_order_relaxed);
     Slot& slot = slots[index];
     slot.status.store(0, std::memory_order_relaxed);
+    slot.writable.store(writable, std::memory_order_relaxed);
     slot.end.store(reinterpret_cast<uintptr_t>(begin) + length, std::memory_order_release);
     slot.begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
     return index;

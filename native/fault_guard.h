@@ -5,6 +5,8 @@
 // pages over the rest of the mapping, so the read that faulted resumes and sees zeros, and it
 // sets the mapping's status word, which the JS layer checks before every access (FILE_CHANGED).
 // Any other SIGBUS goes to the handler that was installed before, or kills the process as usual.
+// The addon is linked so that it is never unloaded (-z nodelete): a worker that loaded it and
+// exits must not leave the process's handler pointing at unmapped code.
 //
 // The handler takes no locks and allocates nothing: mappings live in a fixed table of atomic slots.
 #pragma once
@@ -25,8 +27,9 @@ class FaultGuard {
   // failed; mappings then still work, but a truncated file kills the process as it always did.
   static bool Install();
 
-  // Takes a free slot for the mapping [begin, begin + length); -1 when the table is full.
-  static int Acquire(void* begin, size_t length);
+  // Takes a free slot for the mapping [begin, begin + length) (`writable`: its protection);
+  // -1 when the table is full.
+  static int Acquire(void* begin, size_t length, bool writable);
   // The range no longer holds file pages (it was replaced by zeros at close): stop guarding it.
   static void Disarm(int slot);
   // The slot is free for another mapping.
@@ -37,8 +40,9 @@ class FaultGuard {
   static constexpr int kSlots = 65536;  // vm.max_map_count's default: no process maps more files
 };
 
-// Replaces [begin, begin + length) with private zero pages, in place (MAP_FIXED): the address range
-// stays valid for whoever still holds a pointer into it. Async-signal-safe (one mmap call).
-bool ReplaceWithZeros(void* begin, size_t length);
+// Replaces [begin, begin + length) with private zero pages, in place (MAP_FIXED), readable (and
+// writable if asked): the address range stays valid for whoever still holds a pointer into it.
+// Async-signal-safe (one mmap call).
+bool ReplaceWithZeros(void* begin, size_t length, bool writable);
 
 }  // namespace gguf_mmap

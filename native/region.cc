@@ -79,7 +79,7 @@ Region* Region::MapFile(const char* path, MapError* error) {
     close(fd);
     return nullptr;
   }
-  const int slot = FaultGuard::Acquire(addr, size);
+  const int slot = FaultGuard::Acquire(addr, size, copy_on_write);
   if (slot < 0) {
     munmap(addr, size);
     close(fd);
@@ -114,13 +114,11 @@ void Region::DropFileLocked() {
   if (!file_mapped_) return;
   file_mapped_ = false;
   // Zero pages in place of the file's: a pointer still held into the range (a view, or Node's
-  // own zlib/fs/crypto work on one) reads zeros instead of faulting. If even that fails (no
-  // memory for the page tables), unmapping is the only way left to let go of the file.
-  if (!ReplaceWithZeros(addr_, size_)) {
-    munmap(addr_, size_);
-    addr_ = nullptr;
-  }
-  FaultGuard::Disarm(slot_);
+  // own zlib/fs/crypto work on one) reads zeros instead of faulting. A read-only mapping gets
+  // read-only zero pages (never charged against commit); if even that fails, the file pages stay
+  // mapped until the last holder lets go, rather than leaving a hole under live views.
+  // Replaced first, then no longer guarded: a fault on the range in between is still ours.
+  if (ReplaceWithZeros(addr_, size_, copy_on_write_)) FaultGuard::Disarm(slot_);
   live_count_.fetch_sub(1);
 }
 
@@ -156,8 +154,9 @@ void Region::Unpin() {
 void Region::Release() {
   if (holders_.fetch_sub(1) != 1) return;
   Close();
-  if (addr_ != nullptr) munmap(addr_, size_);
+  // The slot first: once unmapped, the range may be handed to someone else.
   if (slot_ >= 0) FaultGuard::Free(slot_);
+  if (addr_ != nullptr) munmap(addr_, size_);
   delete this;
 }
 

@@ -84,8 +84,8 @@ describe('windows, verify and paths', () => {
   it('GGUF_MMAP_ADDON must be an absolute path to a .node file (child processes)', () => {
     const script = (value: string) => `
       process.env.GGUF_MMAP_ADDON = ${JSON.stringify(value)};
-      const { openGguf } = await import(${JSON.stringify(DIST_INDEX)});
-      try { openGguf('/nonexistent.gguf'); } catch (e) { console.log(JSON.stringify(e.message.includes('GGUF_MMAP_ADDON') ? 'refused' : e.code)); }
+      const { liveMappings } = await import(${JSON.stringify(DIST_INDEX)});
+      try { liveMappings(); console.log(JSON.stringify('loaded')); } catch (e) { console.log(JSON.stringify(e.message.includes('GGUF_MMAP_ADDON') ? 'refused' : e.code)); }
     `;
     const evil = join(dir, 'evil.js');
     writeFileSync(evil, "console.log('ran'); module.exports = {};");

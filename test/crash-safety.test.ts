@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { writeGgufFile } from '../lib/index.js';
 import { DIST_INDEX, runChild } from './helpers/child.js';
 import { tempDir } from './helpers/tmp.js';
+import { mmapOnly, READ_MODE } from './helpers/mode.js';
 
 const dir = tempDir();
 const model = join(dir, 'model.gguf');
@@ -88,7 +89,7 @@ describe('nothing another part of the process does can crash it', () => {
     expect(r.result).toEqual(['exit']);
   });
 
-  it('a write into a view changes this process memory only: no fault, the file and other mappings unchanged', () => {
+  it.skipIf(READ_MODE)(mmapOnly('a write into a view changes this process memory only: no fault, the file and other mappings unchanged'), () => {
     const before = readFileSync(model);
     const r = runChild(`
       import { openGguf, dequantize } from ${LIB};
@@ -139,7 +140,7 @@ describe('nothing another part of the process does can crash it', () => {
 });
 
 describe('processes reading one file share one copy of its pages', () => {
-  it('three processes that read every byte each account for about a third of it (Pss)', async () => {
+  it.skipIf(READ_MODE)(mmapOnly('three processes that read every byte each account for about a third of it (Pss)'), async () => {
     const { spawn } = await import('node:child_process');
     const barrier = join(dir, 'barrier');
     const script = `

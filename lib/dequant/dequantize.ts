@@ -1,7 +1,8 @@
+import { constants as bufferConstants } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../ggml-types.js';
-import { addon } from '../native.js';
+import { addon, addonUnavailableReason, optionalAddon } from '../native.js';
 import { checkBuffer } from '../source.js';
 import { TS_KERNELS } from './kernels.js';
 import { tableInt8 } from './tables.js';
@@ -68,19 +69,20 @@ export function canDequantize(type: GgmlTypeRef): boolean {
 
 let nativeIds: Set<number> | undefined;
 
+/** Type ids with a native kernel; none where the addon does not load. */
 function nativeTypeIds(): Set<number> {
   if (nativeIds === undefined) {
-    const native = addon();
-    native.setIq4nlValues(tableInt8('kvalues_iq4nl'));
-    nativeIds = new Set(native.dequantInfo().typeIds);
+    const native = optionalAddon();
+    native?.setIq4nlValues(tableInt8('kvalues_iq4nl'));
+    nativeIds = new Set(native?.dequantInfo().typeIds ?? []);
   }
   return nativeIds;
 }
 
-/** The addon's kernels: the instruction set chosen for this CPU and the types covered. */
+/** The addon's kernels: the instruction set chosen for this CPU ('none' without the addon) and the types covered. */
 export function nativeDequantInfo(): { isa: string; types: string[] } {
   const ids = nativeTypeIds();
-  return { isa: addon().dequantInfo().isa, types: [...ids].map((id) => ggmlTypeById(id)!.name) };
+  return { isa: optionalAddon()?.dequantInfo().isa ?? 'none', types: [...ids].map((id) => ggmlTypeById(id)!.name) };
 }
 
 /** Use only the portable C++ kernels (true) or the best for this CPU (false); for tests and benchmarks. */
@@ -128,7 +130,8 @@ function plan(
   // touches the addon.
   const nativeable = backend !== 'js' && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
   if (backend === 'native' && !nativeable) {
-    throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${littleEndian ? '' : ' in a big-endian file'}`, at.fileOffset);
+    const why = optionalAddon() === undefined ? ` (the native addon is not loaded: ${addonUnavailableReason()})` : littleEndian ? '' : ' in a big-endian file';
+    throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${why}`, at.fileOffset);
   }
   return { type, nblocks, nelements, native: nativeable, littleEndian, check };
 }
@@ -212,6 +215,9 @@ async function nativeAsync(
   report: DequantizeAsyncOptions['onProgress'],
   at: Placement,
 ): Promise<Float32Array> {
+  if (out === undefined && p.nelements * 4 > bufferConstants.MAX_LENGTH) {
+    throw new GgufError('TENSOR_TOO_LARGE', `${p.nelements} floats do not fit in one ArrayBuffer (at most ${bufferConstants.MAX_LENGTH} bytes); dequantize rows at a time`, at.fileOffset);
+  }
   const job = new (addon().DequantJob)(p.type.id, bytes, p.nblocks);
   const per = Math.ceil(p.nblocks / parts);
   let done = 0;
@@ -233,6 +239,16 @@ async function nativeAsync(
   }
   // Every part ends before anything is handed over, whatever a progress callback did.
   await Promise.all(runs);
+  // Pages lost while the job read them came back as zeros: report that, not the values. (A close
+  // meanwhile is fine: the job had the mapping pinned.)
+  try {
+    p.check();
+  } catch (error) {
+    if (error instanceof GgufError && error.code === 'FILE_CHANGED') {
+      job.take();
+      throw error;
+    }
+  }
   if (progressFailed !== undefined) {
     job.take(); // lets go of the source now rather than at GC
     throw progressFailed.error;
