@@ -1,13 +1,20 @@
 #!/usr/bin/env node
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from './dequant-command.js';
 import type { DequantBackend } from './dequant/dequantize.js';
 import { GgufError } from './errors.js';
 import { openGguf } from './gguf-file.js';
 import { inspectText, writeInspectJson } from './inspect.js';
+import { packageRoot } from './package-root.js';
 import { samplePath } from './sample.js';
 
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
 const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
+       gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
 
   inspect [FILE]   summarize a GGUF file: version, metadata, tensor table, totals.
@@ -32,6 +39,10 @@ function run(argv: string[]): number {
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(USAGE + '\n');
     return command === undefined ? 1 : 0;
+  }
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
   }
   if (command === 'dequant') return dequant(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
