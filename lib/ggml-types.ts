@@ -6,7 +6,7 @@
 export interface GgmlType {
   readonly id: number;
   /** ggml's enum name without the GGML_TYPE_ prefix: F32, Q4_K, IQ4_NL, BF16, ... */
-  readonly name: string;
+  readonly name: GgmlTypeName;
   /** Elements per block (1 for plain types, 0 for removed ids). */
   readonly blockSize: number;
   /** Bytes per block (0 for removed ids). */
@@ -16,7 +16,7 @@ export interface GgmlType {
 }
 
 // [name, blockSize, typeSize, quantized]; blockSize 0 marks a removed id.
-const ROWS: ReadonlyArray<readonly [string, number, number, boolean]> = [
+const ROWS = [
   ['F32', 1, 4, false],
   ['F16', 1, 2, false],
   ['Q4_0', 32, 18, true],
@@ -60,7 +60,10 @@ const ROWS: ReadonlyArray<readonly [string, number, number, boolean]> = [
   ['NVFP4', 64, 36, true],
   ['Q1_0', 128, 18, true],
   ['Q2_0', 64, 18, true],
-];
+] as const satisfies ReadonlyArray<readonly [string, number, number, boolean]>;
+
+/** Every ggml type name, as a string-literal union ('F32' | 'F16' | 'Q4_0' | ... | 'Q2_0'). */
+export type GgmlTypeName = (typeof ROWS)[number][0];
 
 export const GGML_TYPES: readonly GgmlType[] = Object.freeze(
   ROWS.map(([name, blockSize, typeSize, quantized], id) =>
@@ -77,5 +80,5 @@ export function ggmlTypeById(id: number): GgmlType | undefined {
 
 /** The type with this name (F32, Q4_K, ...), case-sensitive; undefined if there is none. */
 export function ggmlTypeByName(name: string): GgmlType | undefined {
-  return BY_NAME.get(name);
+  return BY_NAME.get(name as GgmlTypeName);
 }

@@ -48,6 +48,13 @@ const TYPED_ARRAYS: Partial<Record<GgufValueType, { new (buffer: ArrayBufferLike
   INT64: BigInt64Array,
 };
 
+const INTEGER_TYPES: readonly GgufValueType[] = ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'UINT64', 'INT64'];
+const NUMBER_TYPES: readonly GgufValueType[] = [...INTEGER_TYPES, 'FLOAT32', 'FLOAT64'];
+
+function describe(record: KvRecord): string {
+  return record.array === undefined ? record.type : `an array of ${record.array.elementType}`;
+}
+
 /** V8's longest JS array (FixedArray::kMaxLength on 64-bit): past it, an array cannot be built. */
 const MAX_JS_ARRAY_LENGTH = 134_217_725;
 
@@ -194,6 +201,47 @@ export class GgufMetadata implements Iterable<[string, GgufValue]> {
     const record = this.byKey.get(key);
     if (record === undefined) return undefined;
     return record.array === undefined ? record.value : this.array(key)!.toArray();
+  }
+
+  /**
+   * A number-typed value (UINT8 ... INT64, FLOAT32, FLOAT64) as a number; undefined if the key is
+   * absent; a TypeError for another type, a RangeError for a 64-bit integer beyond 2^53.
+   */
+  getNumber(key: string): number | undefined {
+    const value = this.scalar(key, NUMBER_TYPES, 'a number');
+    if (typeof value === 'bigint') throw new RangeError(`'${key}' is ${value}, beyond the safe integers: use getBigInt()`);
+    return value as number | undefined;
+  }
+
+  /** An integer-typed value as a bigint (exact for every UINT64/INT64); undefined if absent; a TypeError for another type. */
+  getBigInt(key: string): bigint | undefined {
+    const value = this.scalar(key, INTEGER_TYPES, 'an integer');
+    return value === undefined ? undefined : BigInt(value as number | bigint);
+  }
+
+  /** A STRING value; undefined if absent; a TypeError for another type. */
+  getString(key: string): string | undefined {
+    return this.scalar(key, ['STRING'], 'a string') as string | undefined;
+  }
+
+  /** A BOOL value; undefined if absent; a TypeError for another type. */
+  getBoolean(key: string): boolean | undefined {
+    return this.scalar(key, ['BOOL'], 'a boolean') as boolean | undefined;
+  }
+
+  /** An array of STRING, decoded whole; undefined if absent; a TypeError for another type. */
+  getStrings(key: string): string[] | undefined {
+    const record = this.byKey.get(key);
+    if (record === undefined) return undefined;
+    if (record.array?.elementType !== 'STRING') throw new TypeError(`'${key}' is ${describe(record)}, not an array of strings`);
+    return this.get(key) as string[];
+  }
+
+  private scalar(key: string, types: readonly GgufValueType[], what: string): GgufScalar | undefined {
+    const record = this.byKey.get(key);
+    if (record === undefined) return undefined;
+    if (!types.includes(record.type)) throw new TypeError(`'${key}' is ${describe(record)}, not ${what}`);
+    return record.value;
   }
 
   /** The value's GGUF type (`UINT32`, `STRING`, `ARRAY`, ...), or undefined if the key is absent. */

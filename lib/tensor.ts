@@ -1,5 +1,5 @@
-import { blockAt, type GgufBlock } from './blocks.js';
-import type { GgmlType } from './ggml-types.js';
+import { blockAt, type GgufBlock, type Q4KBlock, type Q6KBlock } from './blocks.js';
+import type { GgmlType, GgmlTypeName } from './ggml-types.js';
 import { canView, elementsAt } from './elements.js';
 import { GgufError } from './errors.js';
 import type { TensorRecord } from './tensor-table.js';
@@ -43,7 +43,7 @@ const ELEMENT_VIEWS: Readonly<Record<string, ViewConstructor>> = {
 export class GgufTensor {
   readonly name: string;
   /** ggml type name: F32, F16, Q4_K, ... */
-  readonly type: string;
+  readonly type: GgmlTypeName;
   readonly typeId: number;
   readonly ggmlType: GgmlType;
   /** ggml order: ne[0], the innermost (row) dimension, first. */
@@ -104,6 +104,44 @@ export class GgufTensor {
     return elementsAt(View, bytes.buffer, bytes.byteOffset, this.nelements, this.littleEndian);
   }
 
+  /** The F32 elements (`view()` typed for F32 tensors); a TypeError for any other type. */
+  f32(): Float32Array {
+    return this.typedView('F32') as Float32Array;
+  }
+  /** The F64 elements; a TypeError for any other type. */
+  f64(): Float64Array {
+    return this.typedView('F64') as Float64Array;
+  }
+  /** The raw half-precision bits of an F16 tensor (f16ToF32 or dequantize() decode them); a TypeError for any other type. */
+  f16(): Uint16Array {
+    return this.typedView('F16') as Uint16Array;
+  }
+  /** The raw bfloat16 bits of a BF16 tensor; a TypeError for any other type. */
+  bf16(): Uint16Array {
+    return this.typedView('BF16') as Uint16Array;
+  }
+  /** The I8 elements; a TypeError for any other type. */
+  i8(): Int8Array {
+    return this.typedView('I8') as Int8Array;
+  }
+  /** The I16 elements; a TypeError for any other type. */
+  i16(): Int16Array {
+    return this.typedView('I16') as Int16Array;
+  }
+  /** The I32 elements; a TypeError for any other type. */
+  i32(): Int32Array {
+    return this.typedView('I32') as Int32Array;
+  }
+  /** The I64 elements; a TypeError for any other type. */
+  i64(): BigInt64Array {
+    return this.typedView('I64') as BigInt64Array;
+  }
+
+  private typedView(type: GgmlTypeName): TensorView {
+    if (this.type !== type) throw new TypeError(`tensor '${this.name}' is ${this.type}, not ${type}`);
+    return this.view();
+  }
+
   /** Number of quantization blocks (elements for plain types). */
   get nblocks(): number {
     return this.nelements / this.ggmlType.blockSize;
@@ -112,6 +150,21 @@ export class GgufTensor {
   /** Block `index` of a Q4_K or Q6_K tensor, its fields viewing the file's bytes. */
   block(index: number): GgufBlock {
     return blockAt(this.type, this.bytes, index, this.fileOffset);
+  }
+
+  /** Block `index` of a Q4_K tensor, typed (UNSUPPORTED_BLOCK_TYPE for another type). */
+  blockQ4K(index: number): Q4KBlock {
+    return this.typedBlock('Q4_K', index) as Q4KBlock;
+  }
+
+  /** Block `index` of a Q6_K tensor, typed (UNSUPPORTED_BLOCK_TYPE for another type). */
+  blockQ6K(index: number): Q6KBlock {
+    return this.typedBlock('Q6_K', index) as Q6KBlock;
+  }
+
+  private typedBlock(type: 'Q4_K' | 'Q6_K', index: number): GgufBlock {
+    if (this.type !== type) throw new GgufError('UNSUPPORTED_BLOCK_TYPE', `tensor '${this.name}' is ${this.type}, not ${type}`, this.fileOffset);
+    return blockAt(type, this.bytes, index, this.fileOffset);
   }
 
   /** Elements per row: ne[0]. */

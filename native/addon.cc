@@ -3,9 +3,12 @@
 // nothing that still holds one, or a raw pointer into one, can touch unmapped memory.
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "dequant_napi.h"
 #include "fault_guard.h"
@@ -59,6 +62,27 @@ Napi::Object IdentityObject(Napi::Env env, const Region::Identity& id) {
   return result;
 }
 
+// The files mapped in one JS environment (the main thread, or one worker), each with a hold of
+// its own, so that the environment's teardown lets go of them even in a runtime that runs no
+// finalizers then (Deno). Shared by the environment's cleanup hook and its Mapping objects,
+// which may be destroyed after the hook ran.
+struct EnvMappings {
+  std::vector<Region*> regions;
+  bool torn_down = false;
+};
+using EnvMappingsPtr = std::shared_ptr<EnvMappings>;
+
+void CleanUpEnv(void* arg) {
+  std::unique_ptr<EnvMappingsPtr> box(static_cast<EnvMappingsPtr*>(arg));
+  EnvMappings& env_mappings = **box;
+  env_mappings.torn_down = true;
+  for (Region* region : env_mappings.regions) {
+    region->Close();
+    region->Release();
+  }
+  env_mappings.regions.clear();
+}
+
 class Mapping : public Napi::ObjectWrap<Mapping> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -86,11 +110,24 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     MapError error{};
     region_ = Region::MapFile(path.c_str(), &error);
     if (region_ == nullptr) throw MapFailure(env, error, path);
+    void* data = nullptr;
+    napi_get_instance_data(env, &data);
+    env_mappings_ = *static_cast<EnvMappingsPtr*>(data);
+    region_->Retain();
+    env_mappings_->regions.push_back(region_);
   }
 
   ~Mapping() override {
+    if (region_ == nullptr) return;
+    // The environment's hold, unless its teardown already dropped it.
+    auto& regions = env_mappings_->regions;
+    auto it = std::find(regions.begin(), regions.end(), region_);
+    if (it != regions.end()) {
+      regions.erase(it);
+      region_->Release();
+    }
     // GC of the Mapping object: drop its hold; windows still reachable keep the range mapped.
-    if (region_ != nullptr) region_->Release();
+    region_->Release();
   }
 
  private:
@@ -153,6 +190,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
 
   Region* region_ = nullptr;
   double max_window_ = 0;
+  EnvMappingsPtr env_mappings_;
 };
 
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
@@ -199,6 +237,10 @@ Napi::Value RefuseExternalBuffers(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   FaultGuard::Install();
+  auto* env_mappings = new EnvMappingsPtr(std::make_shared<EnvMappings>());
+  // Instance data without a finalizer: the cleanup hook owns the box.
+  napi_set_instance_data(env, env_mappings, nullptr, nullptr);
+  napi_add_env_cleanup_hook(env, CleanUpEnv, env_mappings);
   if (!ProbeExternalBuffers(env)) g_external_buffers_refused.store(true);
   exports.Set("externalBuffers", Napi::Function::New<ExternalBuffers>(env, "externalBuffers"));
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));

@@ -251,3 +251,37 @@ describe('bounded time and memory for any header', () => {
     expect([it.next().value, it.next().value]).toEqual([false, false]);
   });
 });
+
+describe('typed accessors', () => {
+  const g = parseGguf(
+    encodeGguf({
+      metadata: {
+        n: { type: 'UINT32', value: 22 },
+        big: { type: 'UINT64', value: 2n ** 60n },
+        s: { type: 'STRING', value: 'llama' },
+        b: { type: 'BOOL', value: true },
+        tokens: { type: 'ARRAY', arrayType: 'STRING', value: ['a', 'b'] },
+      },
+      tensors: [
+        { name: 'f', type: 'F32', shape: [2], data: f32Bytes([1.5, 2]) },
+        { name: 'q', type: 'Q4_K', shape: [256], data: new Uint8Array(144).fill(0x3c) },
+      ],
+    }),
+  );
+
+  it('metadata getters return the type they name, and say what a key holds instead', () => {
+    expect([g.metadata.getNumber('n'), g.metadata.getBigInt('big'), g.metadata.getString('s'), g.metadata.getBoolean('b')]).toEqual([22, 2n ** 60n, 'llama', true]);
+    expect(g.metadata.getStrings('tokens')).toEqual(['a', 'b']);
+    expect(g.metadata.getNumber('absent')).toBeUndefined();
+    expect(() => g.metadata.getNumber('s')).toThrow(/'s' is STRING, not a number/);
+    expect(() => g.metadata.getNumber('big')).toThrow(RangeError);
+    expect(() => g.metadata.getStrings('n')).toThrow(TypeError);
+  });
+
+  it('typed views and blocks are typed by tensor type, a TypeError or UNSUPPORTED_BLOCK_TYPE otherwise', () => {
+    expect([...g.tensor('f')!.f32()]).toEqual([1.5, 2]);
+    expect(() => g.tensor('f')!.f16()).toThrow(/is F32, not F16/);
+    expect(g.tensor('q')!.blockQ4K(0).dmin).toBe(1.05859375); // f16 0x3c3c
+    expect(codeOf(() => g.tensor('q')!.blockQ6K(0))).toBe('UNSUPPORTED_BLOCK_TYPE');
+  });
+});

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The package as a user gets it: `npm pack`, then the tarball installed into a fresh project
+# with no C++ compiler, make or python on PATH (the prebuilt binary must be used), then used from
+# ESM, CommonJS, the CLI and a strict TypeScript file (node16, nodenext and bundler resolution).
+# Prints one line per check and a closing "N passed, N failed"; exits 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+check() { # name, command...
+  local name=$1
+  shift
+  if out=$("$@" 2>&1); then
+    passed=$((passed + 1))
+    echo "ok    $name"
+  else
+    failed=$((failed + 1))
+    echo "FAIL  $name"
+    echo "$out" | tail -20 | sed 's/^/      /'
+  fi
+}
+
+tarball=$(npm pack --silent --pack-destination "$work" | tail -1)
+echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$work/$tarball" | wc -l) files)"
+check "the tarball has no scripts, benchmarks or source maps, and has the prebuilt binary and LICENSE" \
+  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
+
+# A PATH with node, npm and sh only: no g++, cc, make or python to build with.
+bin="$work/bin"
+mkdir -p "$bin"
+ln -s "$(command -v node)" "$bin/node"
+ln -s "$(command -v npm)" "$bin/npm"
+ln -s "$(command -v sh)" "$bin/sh" # npm runs scripts with sh, as every image has
+project="$work/project"
+mkdir -p "$project"
+cd "$project"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' > package.json
+start=$(date +%s%N)
+check "npm install <tarball> with no compiler on PATH" env PATH="$bin" npm install --no-audit --no-fund --foreground-scripts "$work/$tarball"
+echo "      install took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+check "the addon loaded is the prebuilt one" env PATH="$bin" node -e "
+  const { createRequire } = require('node:module');
+  const p = require('node-gyp-build').path(require('node:path').dirname(require.resolve('gguf-mmap/package.json')));
+  if (!p.includes('prebuilds')) throw new Error('loaded ' + p);"
+
+sample="$project/node_modules/gguf-mmap/dist/sample.gguf"
+cat > esm.mjs <<JS
+import { openGguf, nativeDequantInfo } from 'gguf-mmap';
+const g = openGguf('$sample'); // \`using\` needs Node 24
+if (g.mode !== 'mmap') throw new Error('mode ' + g.mode);
+const t = g.tensor('token_embd.weight');
+const row = t.dequantizeRows(1, 1);
+if (row.length !== t.rowLength || !Number.isFinite(row[0])) throw new Error('bad row');
+if (nativeDequantInfo().types.length === 0) throw new Error('no native kernels');
+g.close();
+JS
+check "ESM import, mapped, native kernels" env PATH="$bin" node esm.mjs
+cat > cjs.cjs <<JS
+const { openGguf } = require('gguf-mmap');
+const { version } = require('gguf-mmap/package.json');
+const g = openGguf('$sample');
+if (g.metadata.get('general.architecture') !== 'llama' || !version) throw new Error('bad metadata');
+g.close();
+JS
+check "CommonJS require (and gguf-mmap/package.json)" env PATH="$bin" node cjs.cjs
+check "CLI: gguf-mmap --version and inspect" bash -c "PATH='$bin' ./node_modules/.bin/gguf-mmap --version | grep -qx \"\$(node -p 'require(\"gguf-mmap/package.json\").version')\" && PATH='$bin' ./node_modules/.bin/gguf-mmap inspect | grep -q 'GGUF v3'"
+
+# Strict TypeScript: the README's consumer example, compiled with no casts under three resolutions.
+cp "$repo/test/types/consumer.ts" consumer.ts
+for resolution in node16 nodenext bundler; do
+  module=$([ "$resolution" = bundler ] && echo esnext || echo "$resolution")
+  check "strict TypeScript, moduleResolution $resolution" node "$repo/node_modules/typescript/bin/tsc" --noEmit --strict \
+    --noUncheckedIndexedAccess --target es2022 --lib es2022,esnext.disposable --module "$module" --moduleResolution "$resolution" \
+    --types node --typeRoots "$repo/node_modules/@types" consumer.ts
+done
+
+echo "package: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

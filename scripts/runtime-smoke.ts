@@ -1,0 +1,206 @@
+// The public API on a runtime where vitest does not run (Bun, Deno): run with the runtime itself,
+// e.g. `bun dist/scripts/runtime-smoke.js`, `deno run -A dist/scripts/runtime-smoke.js`.
+// Real fixtures against their independent JSON, views sharing the mapping, close(), a sparse file
+// over 4 GiB, worker threads, open/close cycles, verify(), and dequantization bit for bit with
+// ggml's vectors (NaN payloads included) through both kernels. Prints a line per check and a
+// closing "N passed, N failed"; exits 1 when anything failed. A check that cannot apply on this
+// runtime is reported as skipped, with its reason.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { dequantize, GgufError, liveMappings, openGguf, writeGgufFile } from '../lib/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const shared = process.env.GGUF_MMAP_SHARED ?? resolve(here, '../../../shared');
+const libUrl = pathToFileURL(join(here, '../lib/index.js')).href;
+const tmp = mkdtempSync(join(tmpdir(), 'gguf-mmap-smoke-'));
+const runtime = (globalThis as { Bun?: unknown }).Bun ? 'bun' : (globalThis as { Deno?: unknown }).Deno ? 'deno' : `node ${process.version}`;
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+
+function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const codeOf = (fn: () => unknown) => {
+  try {
+    fn();
+    return 'no error';
+  } catch (e) {
+    return e instanceof GgufError ? e.code : String(e);
+  }
+};
+
+async function check(name: string, fn: () => void | Promise<void>, skipReason?: string): Promise<void> {
+  if (skipReason !== undefined) {
+    skipped++;
+    console.log(`skip  ${name}: ${skipReason}`);
+    return;
+  }
+  try {
+    await fn();
+    passed++;
+    console.log(`ok    ${name}`);
+  } catch (error) {
+    failed++;
+    console.log(`FAIL  ${name}\n      ${(error as Error).stack?.split('\n').slice(0, 4).join('\n      ')}`);
+  }
+}
+
+const noShared = existsSync(shared) ? undefined : `no ../shared beside the repository (${shared})`;
+
+await check('real fixtures match their independent JSON (metadata types, tensors, tensor sha256)', () => {
+  const dir = join(shared, 'fixtures/real');
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.gguf'))) {
+    const expected = JSON.parse(readFileSync(join(dir, 'expected', name.replace(/\.gguf$/, '.json')), 'utf8')) as {
+      version: number;
+      metadata: Record<string, { type: string }>;
+      tensors: { name: string; type: string; shape: number[]; sha256: string }[];
+    };
+    const g = openGguf(join(dir, name));
+    try {
+      assert(g.version === expected.version, `${name}: version`);
+      assert(JSON.stringify([...g.metadata.keys()]) === JSON.stringify(Object.keys(expected.metadata)), `${name}: keys`);
+      for (const [key, entry] of Object.entries(expected.metadata)) assert(g.metadata.type(key) === entry.type, `${name}: type of ${key}`);
+      assert(g.tensors.length === expected.tensors.length, `${name}: tensor count`);
+      for (const t of expected.tensors) {
+        const got = g.tensor(t.name);
+        assert(got !== undefined && got.type === t.type && JSON.stringify(got.shape) === JSON.stringify(t.shape), `${name}: ${t.name}`);
+        assert(sha256(got.bytes) === t.sha256, `${name}: bytes of ${t.name}`);
+      }
+    } finally {
+      g.close();
+    }
+  }
+}, noShared);
+
+const small = join(tmp, 'small.gguf');
+writeGgufFile(small, {
+  metadata: { 'general.name': { type: 'STRING', value: '\uFEFFsmoke' } },
+  tensors: [
+    { name: 'a', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) },
+    { name: 'b', type: 'F32', shape: [1024], data: new Uint8Array(new Float32Array(1024).fill(7).buffer) },
+  ],
+});
+
+await check('views share the mapping and equal the file; strings keep a leading BOM', () => {
+  const g = openGguf(small);
+  const file = readFileSync(small);
+  assert(g.mode === 'mmap', `mode ${g.mode}`);
+  assert(g.tensor('a')!.bytes.buffer === g.tensor('b')!.bytes.buffer, 'one ArrayBuffer for both tensors');
+  const b = g.tensor('b')!;
+  assert(Buffer.from(b.bytes).equals(file.subarray(b.fileOffset, b.fileOffset + b.nbytes)), 'bytes equal the file');
+  assert(g.metadata.getString('general.name') === '\uFEFFsmoke', 'BOM kept');
+  g.close();
+});
+
+await check('close(): views read zeros, access throws CLOSED, a write into a view does not fault', () => {
+  const g = openGguf(small);
+  const at = g.tensor('a')!.fileOffset;
+  const view = g.tensor('a')!.f32();
+  view[0] = 9; // copy-on-write
+  assert(view[0] === 9, 'write visible in this process');
+  g.close();
+  assert(view.length === 4 && view[1] === 0, 'zeros after close');
+  assert(codeOf(() => g.tensor('a')!.bytes) === 'CLOSED', 'CLOSED');
+  assert(readFileSync(small).readFloatLE(at) === 1, 'file unchanged');
+});
+
+await check('a sparse file over 4 GiB: a tensor past the 4 GiB mark', () => {
+  const big = join(tmp, 'big.gguf');
+  writeGgufFile(big, {
+    tensors: [
+      { name: 'pad', type: 'I8', shape: [4.5 * 2 ** 30] },
+      { name: 'tail', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([5, 6, 7, 8]).buffer) },
+    ],
+  });
+  const g = openGguf(big);
+  const tail = g.tensor('tail')!;
+  assert(tail.fileOffset > 4 * 2 ** 30, 'past 4 GiB');
+  assert(JSON.stringify([...tail.f32()]) === '[5,6,7,8]', 'values');
+  g.close();
+  rmSync(big);
+});
+
+await check('worker threads open the same file at once', async () => {
+  const script = join(tmp, 'worker.mjs');
+  writeFileSync(script, `import { parentPort } from 'node:worker_threads'; import { openGguf } from ${JSON.stringify(libUrl)};
+    const g = openGguf(${JSON.stringify(small)}); parentPort.postMessage(g.tensor('b').f32()[1023]); g.close();`);
+  const values = await Promise.all(
+    [0, 1, 2, 3].map(
+      () =>
+        new Promise<number>((done, fail) => {
+          const w = new Worker(script);
+          w.once('message', (v: number) => {
+            done(v);
+            void w.terminate();
+          });
+          w.once('error', fail);
+        }),
+    ),
+  );
+  assert(values.every((v) => v === 7), `values ${values.join(',')}`);
+});
+
+await check('workers that exit without close() let go of their files', async () => {
+  const script = join(tmp, 'leaver.mjs');
+  writeFileSync(script, `import { parentPort } from 'node:worker_threads'; import { openGguf } from ${JSON.stringify(libUrl)};
+    const g = openGguf(${JSON.stringify(small)}); parentPort.postMessage(g.tensor('b').f32()[0]);`);
+  const before = liveMappings();
+  for (let i = 0; i < 8; i++) {
+    await new Promise<void>((done, fail) => {
+      const w = new Worker(script);
+      w.once('message', () => void w.terminate().then(() => done()));
+      w.once('error', fail);
+    });
+  }
+  await new Promise((r) => setTimeout(r, 200));
+  assert(liveMappings() === before, `liveMappings ${liveMappings()} after, ${before} before`);
+});
+
+await check('2,000 open/close cycles: every file let go', () => {
+  const before = liveMappings();
+  for (let i = 0; i < 2000; i++) {
+    const g = openGguf(small);
+    assert(g.tensor('b')!.f32()[0] === 7, 'value');
+    g.close();
+  }
+  assert(liveMappings() === before, `liveMappings ${liveMappings()} after, ${before} before`);
+});
+
+await check('verify(): passes unchanged, FILE_CHANGED after truncation', () => {
+  const path = join(tmp, 'verify.gguf');
+  writeFileSync(path, readFileSync(small));
+  const g = openGguf(path);
+  g.verify({ sha256: sha256(readFileSync(path)) });
+  truncateSync(path, 100);
+  assert(codeOf(() => g.verify()) === 'FILE_CHANGED', 'FILE_CHANGED');
+  g.close();
+});
+
+await check("dequantization bit for bit with ggml's vectors, NaN payloads included (TypeScript and native)", () => {
+  const dir = join(shared, 'reference/dequant');
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { types: { name: string; files: { blocks: { file: string }; f32: { file: string } } }[] };
+  const bad: string[] = [];
+  for (const entry of manifest.types) {
+    const blocks = new Uint8Array(readFileSync(join(dir, entry.files.blocks.file)));
+    const want = new Uint32Array(new Uint8Array(readFileSync(join(dir, entry.files.f32.file))).buffer);
+    for (const backend of ['js', 'auto'] as const) {
+      // Twice: a JIT that canonicalises NaNs shows after warm-up, not on the first call.
+      for (let round = 0; round < 2; round++) {
+        const got = new Uint32Array(dequantize(entry.name.toUpperCase(), blocks, undefined, { backend }).buffer);
+        const first = want.findIndex((bits, i) => bits !== got[i]);
+        if (first >= 0) bad.push(`${entry.name}/${backend}@${first}: ${got[first]!.toString(16)} != ${want[first]!.toString(16)}`);
+      }
+    }
+  }
+  assert(bad.length === 0, [...new Set(bad)].slice(0, 6).join('; '));
+}, noShared);
+
+rmSync(tmp, { recursive: true, force: true });
+console.log(`runtime ${runtime}: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(failed === 0 ? 0 : 1);

@@ -1,0 +1,36 @@
+// The README's examples compile under `strict` with no casts: test/types/consumer.ts, checked
+// against the library's sources here (scripts/package-test.sh checks it against the installed
+// package, with node16, nodenext and bundler resolution).
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './helpers/tmp.js';
+
+const repo = join(import.meta.dirname, '..');
+
+describe('types for consumers', () => {
+  it('the consumer example type-checks under strict with no casts', () => {
+    const dir = tempDir();
+    const config = {
+      compilerOptions: {
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        noEmit: true,
+        target: 'ES2022',
+        lib: ['ES2022', 'ESNext.Disposable'],
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        types: ['node'],
+        typeRoots: [join(repo, 'node_modules/@types')],
+        skipLibCheck: true,
+        paths: { 'gguf-mmap': [join(repo, 'lib/index.ts')] },
+      },
+      files: [join(repo, 'test/types/consumer.ts')],
+    };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
+    const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' });
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  }, 60_000);
+});
