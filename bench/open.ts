@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gguf } from '@huggingface/gguf';
 import { openGguf } from '../lib/index.js';
-import { samplePath } from '../lib/sample.js';
+import { samplePath } from '../lib/cli/sample.js';
 import { ensureTinyllamaShaped } from '../scripts/tinyllama-shape.js';
 import { findTinyllama } from '../scripts/tinyllama.js';
 

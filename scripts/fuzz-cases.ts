@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeGguf, GGML_TYPES } from '../lib/index.js';
-import { parseLayout } from '../lib/parse.js';
+import { parseLayout } from '../lib/format/parse.js';
 import { mulberry32 } from '../lib/prng.js';
 import { everyTypeSpec } from './truncation-sweep.js';
 

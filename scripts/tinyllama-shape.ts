@@ -3,7 +3,7 @@
 // and the same byte sizes (about 669 MB). Norms hold ones; the quantized tensors are left as holes
 // (zeros), so writing it costs only its header and norms.
 import { existsSync, statSync } from 'node:fs';
-import { layoutGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue } from '../lib/writer.js';
+import { layoutGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue } from '../lib/format/writer.js';
 
 export const N_VOCAB = 32000;
 export const N_MERGES = 61249;

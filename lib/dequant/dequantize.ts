@@ -1,9 +1,9 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
-import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../ggml-types.js';
+import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
 import { addon, addonUnavailableReason, optionalAddon } from '../native.js';
-import { checkBuffer } from '../source.js';
+import { checkBuffer } from '../file/source.js';
 import { TS_KERNELS } from './kernels.js';
 import { tableInt8 } from './tables.js';
 

@@ -1,4 +1,4 @@
-import { f16ValueTable } from '../f16.js';
+import { f16ValueTable } from '../format/f16.js';
 import { u16, u32, type BlockKernel } from './kernel.js';
 import { tableBytes, tableInt8 } from './tables.js';
 

@@ -1,4 +1,4 @@
-import { f16ValueTable } from '../f16.js';
+import { f16ValueTable } from '../format/f16.js';
 import { i8, u16, type BlockKernel } from './kernel.js';
 
 // K-quants: 256-element super-blocks whose sub-block scales are themselves quantized.

@@ -1,4 +1,4 @@
-import { f16ValueTable } from '../f16.js';
+import { f16ValueTable } from '../format/f16.js';
 import { i8, u16, u32, type BlockKernel } from './kernel.js';
 import { tableInt8 } from './tables.js';
 

@@ -1,5 +1,5 @@
-import { canView } from '../elements.js';
-import { f16Table } from '../f16.js';
+import { canView } from '../format/elements.js';
+import { f16Table } from '../format/f16.js';
 import type { BlockKernel } from './kernel.js';
 
 // Plain element types: a block is one element. F16 and BF16 convert as ggml does, bit for bit

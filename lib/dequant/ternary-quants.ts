@@ -1,4 +1,4 @@
-import { f16ValueTable } from '../f16.js';
+import { f16ValueTable } from '../format/f16.js';
 import { u16, type BlockKernel } from './kernel.js';
 
 const POW3 = [1, 3, 9, 27, 81];

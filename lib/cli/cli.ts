@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from './dequant-command.js';
+import type { DequantBackend } from '../dequant/dequantize.js';
+import { GgufError } from '../errors.js';
+import { openGguf } from '../file/gguf-file.js';
+import { inspectText, writeInspectJson } from './inspect.js';
+import { packageRoot } from '../package-root.js';
+import { samplePath } from './sample.js';
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
+       gguf-mmap --version
+       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
+
+  inspect [FILE]   summarize a GGUF file: version, metadata, tensor table, totals.
+                   Without FILE, inspects the embedded sample model.
+    --json         print one JSON object instead (every metadata value in full)
+    --sha256       with --json, add each tensor's sha256
+  dequant FILE TENSOR
+                   dequantize a tensor to float32 (bit for bit as ggml) and print
+                   min, max, mean and the NaN and Inf counts.
+    --rows A:B     only rows A to B-1 (a row is ne[0] values); A: to the end; A alone
+    --out FILE     write the values to FILE as raw little-endian float32 instead
+    --backend      native kernels where the addon has one (auto, the default),
+                   or only native, or only TypeScript (js)
+                   A progress bar shows on a terminal for long work.
+
+exit status: 0 ok, 1 usage or I/O error, 2 invalid GGUF file`;
+
+class UsageError extends Error {}
+
+function run(argv: string[]): number {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command === undefined ? 1 : 0;
+  }
+  if (command === '--version' || command === '-v') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (command === 'dequant') return dequant(rest);
+  if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
+  const flags = new Set(rest.filter((a) => a.startsWith('--')));
+  const files = rest.filter((a) => !a.startsWith('--'));
+  for (const flag of flags) if (flag !== '--json' && flag !== '--sha256') throw new UsageError(`unknown option '${flag}'`);
+  if (files.length > 1) throw new UsageError('inspect takes one FILE');
+  if (flags.has('--sha256') && !flags.has('--json')) throw new UsageError('--sha256 goes with --json');
+  const path = files[0] ?? samplePath();
+  if (files[0] === undefined && !existsSync(path)) throw new Error(`the embedded sample is missing (${path}); run npm run build`);
+
+  using g = openGguf(path);
+  if (flags.has('--json')) {
+    writeBuffered((write) => writeInspectJson(g, write, { sha256: flags.has('--sha256') }));
+  } else {
+    process.stdout.write(inspectText(g, path));
+  }
+  // Pages lost while reading (the file truncated underneath) read as zeros: say so, exit 2.
+  g.verify();
+  return 0;
+}
+
+/** Writes what `produce` emits to stdout in pieces of about 1 MiB (stdout is synchronous on Linux). */
+function writeBuffered(produce: (write: (chunk: string) => void) => void): void {
+  let pending: string[] = [];
+  let size = 0;
+  const flush = () => {
+    process.stdout.write(pending.join(''));
+    pending = [];
+    size = 0;
+  };
+  produce((chunk) => {
+    pending.push(chunk);
+    size += chunk.length;
+    if (size >= 1 << 20) flush();
+  });
+  flush();
+}
+
+const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
+
+function dequant(args: string[]): number {
+  const positional: string[] = [];
+  const options: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    if (arg !== '--rows' && arg !== '--out' && arg !== '--backend') throw new UsageError(`unknown option '${arg}'`);
+    const value = args[++i];
+    if (value === undefined) throw new UsageError(`${arg} needs a value`);
+    options[arg] = value;
+  }
+  if (positional.length !== 2) throw new UsageError('dequant takes FILE and TENSOR');
+  const backend = (options['--backend'] ?? 'auto') as DequantBackend;
+  if (!BACKENDS.includes(backend)) throw new UsageError(`--backend is one of ${BACKENDS.join(', ')}`);
+  try {
+    const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
+    using g = openGguf(positional[0]!);
+    if (options['--out'] !== undefined) checkOutputIsNotInput(positional[0]!, options['--out']);
+    const progress = process.stderr.isTTY ? process.stderr : undefined;
+    process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));
+  } catch (error) {
+    if (error instanceof DequantUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  return 0;
+}
+
+function main(): void {
+  // A reader that stops early (`| head`) closes the pipe: that is the end of the output, not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    process.stderr.write(`gguf-mmap: ${error.message}\n`);
+    process.exit(1);
+  });
+  try {
+    process.exitCode = run(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof GgufError) {
+      process.stderr.write(`gguf-mmap: ${error.code}: ${error.message}\n`);
+      process.exitCode = 2;
+    } else if (error instanceof UsageError) {
+      process.stderr.write(`gguf-mmap: ${error.message}\n${USAGE}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`gguf-mmap: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+main();

@@ -1,0 +1,123 @@
+import { closeSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { DequantBackend } from '../dequant/dequantize.js';
+import type { GgufFile } from '../file/gguf-file.js';
+import { HOST_LITTLE_ENDIAN } from '../format/elements.js';
+
+/** What `gguf-mmap dequant` was asked for, already parsed. */
+export interface DequantRequest {
+  tensor: string;
+  /** Half-open row range; undefined means every row. */
+  rows?: { first: number; end?: number };
+  outPath?: string;
+  backend: DequantBackend;
+  /** Where progress goes (a TTY), or undefined for none. */
+  progress?: NodeJS.WriteStream;
+}
+
+export class DequantUsageError extends Error {}
+
+/** Refuses an output path that names the input file itself (directly or through a link). */
+export function checkOutputIsNotInput(inputPath: string, outPath: string): void {
+  const input = statSync(inputPath);
+  const out = statSync(outPath, { throwIfNoEntry: false });
+  if (out !== undefined && out.dev === input.dev && out.ino === input.ino) {
+    throw new Error(`--out ${outPath} is the input file itself; writing it would destroy the model`);
+  }
+}
+
+/** Parses `A:B`, `A:` or `A` (row A alone). */
+export function parseRows(text: string): { first: number; end?: number } {
+  const m = /^(\d+)(?::(\d*))?$/.exec(text);
+  if (m === null) throw new DequantUsageError(`--rows wants A:B, A: or A (row numbers), not '${text}'`);
+  const first = Number(m[1]);
+  if (m[2] === undefined) return { first, end: first + 1 };
+  return m[2] === '' ? { first } : { first, end: Number(m[2]) };
+}
+
+// Work goes in slices of about this many elements: bounded memory, and a progress bar that moves.
+const SLICE_ELEMENTS = 1 << 22;
+// Below this many elements there is no progress bar.
+const PROGRESS_MIN_ELEMENTS = 1 << 24;
+
+interface Summary {
+  min: number;
+  max: number;
+  sum: number;
+  nan: number;
+  infinite: number;
+}
+
+function accumulate(s: Summary, values: Float32Array): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (v !== v) {
+      s.nan++;
+      continue;
+    }
+    if (v === Infinity || v === -Infinity) s.infinite++;
+    if (v < s.min) s.min = v;
+    if (v > s.max) s.max = v;
+    s.sum += v;
+  }
+}
+
+function drawProgress(stream: NodeJS.WriteStream, done: number, total: number): void {
+  const width = 30;
+  const filled = Math.round((done / total) * width);
+  stream.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.floor((done / total) * 100)}%`);
+}
+
+/**
+ * Dequantizes the requested rows slice by slice: to a raw little-endian float32 file when
+ * `outPath` is given (returns a one-line report), else into a summary (min, max, mean, NaN).
+ */
+export function runDequant(g: GgufFile, request: DequantRequest): string {
+  const tensor = g.tensor(request.tensor);
+  if (tensor === undefined) throw new DequantUsageError(`no tensor named '${request.tensor}'`);
+  const first = request.rows?.first ?? 0;
+  const end = request.rows?.end ?? tensor.rows;
+  if (first > end || end > tensor.rows) {
+    throw new DequantUsageError(`rows ${first}:${end} are outside 0:${tensor.rows} of '${tensor.name}'`);
+  }
+  const rowLength = tensor.rowLength;
+  const total = (end - first) * rowLength;
+  const sliceRows = Math.max(1, Math.floor(SLICE_ELEMENTS / Math.max(1, rowLength)));
+  const buffer = new Float32Array(Math.min(end - first, sliceRows) * rowLength);
+  const summary: Summary = { min: Infinity, max: -Infinity, sum: 0, nan: 0, infinite: 0 };
+  const progress = total >= PROGRESS_MIN_ELEMENTS ? request.progress : undefined;
+  // The output goes to a temporary file beside it, renamed over it at the end: no half file, and
+  // the old contents stay until then.
+  const temp = request.outPath === undefined ? undefined : join(dirname(request.outPath), `.${basename(request.outPath)}.${process.pid}.tmp`);
+  const fd = temp === undefined ? undefined : openSync(temp, 'wx');
+  let finished = false;
+  try {
+    for (let row = first; row < end; row += sliceRows) {
+      const count = Math.min(sliceRows, end - row);
+      const values = tensor.dequantizeRows(row, count, buffer.subarray(0, count * rowLength), { backend: request.backend });
+      if (fd === undefined) {
+        accumulate(summary, values);
+      } else {
+        if (!HOST_LITTLE_ENDIAN) throw new Error('--out writes little-endian floats; this host is big-endian');
+        writeSync(fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+      }
+      if (progress !== undefined) drawProgress(progress, (row + count - first) * rowLength, total);
+    }
+    // Pages lost while reading (the file truncated underneath) read as zeros: fail instead.
+    g.verify();
+    finished = true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    if (temp !== undefined) {
+      if (finished) renameSync(temp, request.outPath!);
+      else unlinkSync(temp);
+    }
+    if (progress !== undefined) progress.write('\r\x1b[K');
+  }
+  const head = `${tensor.name}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;
+  if (request.outPath !== undefined) return `${head}\nwrote ${total * 4} bytes of little-endian float32 to ${request.outPath}\n`;
+  const finite = total - summary.nan;
+  const mean = finite === 0 ? NaN : summary.sum / finite;
+  const fmt = (x: number) => (Number.isFinite(x) ? Number(x.toPrecision(7)).toString() : String(x));
+  return `${head}\nmin ${finite ? fmt(summary.min) : 'NaN'}  max ${finite ? fmt(summary.max) : 'NaN'}  mean ${fmt(mean)}  NaN ${summary.nan}  Inf ${summary.infinite}\n`;
+}

@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import type { GgufFile } from '../file/gguf-file.js';
+import type { GgufValue } from '../file/metadata.js';
+
+/** JSON text of a number: -0 stays -0, non-finite floats become their names as strings. */
+function jsonNumber(v: number): string {
+  if (Object.is(v, -0)) return '-0';
+  return Number.isFinite(v) ? String(v) : JSON.stringify(String(v));
+}
+
+/** JSON text of one metadata value; every UINT64/INT64 (`type`) is a decimal string, small ones too. */
+function jsonScalar(value: GgufValue, type: string | undefined): string {
+  if (typeof value === 'bigint' || type === 'UINT64' || type === 'INT64') return JSON.stringify(String(value));
+  if (typeof value === 'number') return jsonNumber(value);
+  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  return '[' + Array.from(value as ArrayLike<GgufValue>, (v) => jsonScalar(v, undefined)).join(',') + ']';
+}
+
+// Array elements are written in chunks of this many, so no single string grows with the array.
+const JSON_CHUNK = 65536;
+
+/**
+ * The whole file as JSON, written in pieces to `write`: every key in file order (a plain object
+ * would drop `__proto__` and move integer-like keys first), -0 kept, arrays of any length
+ * streamed. 64-bit integers are decimal strings, non-finite floats their names; `sha256` hashes
+ * each tensor's zero-copy bytes.
+ */
+export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, options: { sha256?: boolean } = {}): void {
+  write(`{"version":${g.version},"endian":"${g.endian}","alignment":${g.alignment},"dataOffset":${g.dataOffset},"fileSize":${g.fileSize},"metadata":{`);
+  let firstKey = true;
+  for (const key of g.metadata.keys()) {
+    const info = g.metadata.info(key)!;
+    write(`${firstKey ? '' : ','}${JSON.stringify(key)}:{"type":"${info.type}",`);
+    firstKey = false;
+    if (info.arrayType === undefined) {
+      write(`"value":${jsonScalar(g.metadata.get(key)!, info.type)}}`);
+      continue;
+    }
+    write(`"arrayType":"${info.arrayType}","value":[`);
+    const elementType = info.arrayType;
+    let chunk: string[] = [];
+    let firstChunk = true;
+    const flush = () => {
+      if (chunk.length === 0) return;
+      write((firstChunk ? '' : ',') + chunk.join(','));
+      firstChunk = false;
+      chunk = [];
+    };
+    for (const v of g.metadata.array(key)!.values()) {
+      chunk.push(jsonScalar(v, elementType));
+      if (chunk.length === JSON_CHUNK) flush();
+    }
+    flush();
+    write(']}');
+  }
+  write('},"tensors":[');
+  g.tensors.forEach((t, i) => {
+    const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes };
+    const hash = options.sha256 ? { sha256: createHash('sha256').update(t.bytes).digest('hex') } : {};
+    write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
+  });
+  write(']}\n');
+}
+
+/**
+ * Shows control characters (C0, DEL, C1) and bidirectional overrides as escapes: keys, names and
+ * values come from the file, and a terminal would act on them.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const SHOWN_ELEMENTS = 6;
+
+/** A human-readable summary: header, metadata with long arrays shortened, tensor table, totals. */
+export function inspectText(g: GgufFile, path: string): string {
+  const lines: string[] = [];
+  lines.push(`file       ${printable(path)}`);
+  lines.push(`size       ${formatBytes(g.fileSize)} (${g.fileSize} bytes)`);
+  lines.push(`format     GGUF v${g.version}, ${g.endian}-endian, alignment ${g.alignment}, data at byte ${g.dataOffset}`);
+  lines.push('');
+  lines.push(`metadata (${g.metadata.size})`);
+  const keyWidth = widest(g.metadata.keys(), (k) => printable(k).length, 0);
+  for (const key of g.metadata.keys()) {
+    const info = g.metadata.info(key)!;
+    const shown =
+      info.arrayType === undefined
+        ? formatScalar(g.metadata.get(key)!, info.type)
+        : formatArray(g.metadata.array(key)!, info.arrayType, info.length!);
+    const type = info.arrayType === undefined ? info.type : `${info.arrayType}[${info.length}]`;
+    lines.push(`  ${printable(key).padEnd(keyWidth)}  ${type.padEnd(14)} ${shown}`);
+  }
+  lines.push('');
+  lines.push(`tensors (${g.tensors.length})`);
+  if (g.tensors.length > 0) {
+    const nameWidth = widest(g.tensors, (t) => printable(t.name).length, 4);
+    lines.push(`  ${'name'.padEnd(nameWidth)}  ${'type'.padEnd(8)} ${'shape'.padEnd(20)} ${'size'.padStart(10)}  offset`);
+    for (const t of g.tensors) {
+      lines.push(`  ${printable(t.name).padEnd(nameWidth)}  ${t.type.padEnd(8)} ${`[${t.shape.join(', ')}]`.padEnd(20)} ${formatBytes(t.nbytes).padStart(10)}  ${t.offset}`);
+    }
+  }
+  const byType = new Map<string, { count: number; bytes: number }>();
+  let elements = 0;
+  let bytes = 0;
+  for (const t of g.tensors) {
+    const entry = byType.get(t.type) ?? { count: 0, bytes: 0 };
+    entry.count++;
+    entry.bytes += t.nbytes;
+    byType.set(t.type, entry);
+    elements += t.nelements;
+    bytes += t.nbytes;
+  }
+  lines.push('');
+  lines.push(`total      ${g.tensors.length} tensors, ${elements.toLocaleString('en-US')} elements, ${formatBytes(bytes)}`);
+  if (byType.size > 0) {
+    lines.push(`by type    ${[...byType].map(([type, e]) => `${type} x${e.count} (${formatBytes(e.bytes)})`).join(', ')}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** The largest `measure` over `items`, at least `floor` (no spread: a file may have a million names). */
+function widest<T>(items: Iterable<T>, measure: (item: T) => number, floor: number): number {
+  let width = floor;
+  for (const item of items) width = Math.max(width, measure(item));
+  return width;
+}
+
+function formatScalar(v: GgufValue, type: string): string {
+  if (typeof v === 'string') return printable(JSON.stringify(v));
+  if (type === 'FLOAT32' && typeof v === 'number') return String(shortestFloat32(v));
+  return String(v);
+}
+
+/** The shortest decimal that reads back as the same float32 (1e-5, not 0.0000099999997). */
+function shortestFloat32(v: number): number {
+  if (!Number.isFinite(v)) return v;
+  for (let digits = 1; digits < 9; digits++) {
+    const candidate = Number(v.toPrecision(digits));
+    if (Math.fround(candidate) === v) return candidate;
+  }
+  return v;
+}
+
+function formatArray(array: { at(i: number): GgufValue | undefined }, type: string, length: number): string {
+  if (type === 'ARRAY') return `[${length} arrays]`;
+  const head = Array.from({ length: Math.min(length, SHOWN_ELEMENTS) }, (_, i) => formatScalar(array.at(i)!, type));
+  return `[${head.join(', ')}${length > SHOWN_ELEMENTS ? `, ... ${length - SHOWN_ELEMENTS} more` : ''}]`;
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
+}

@@ -1,0 +1,198 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GgufMetadata } from './metadata.js';
+import { GgufError } from '../errors.js';
+import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
+import type { TensorTable } from '../format/tensor-table.js';
+import { addonUnavailableReason, canMap } from '../native.js';
+import { ReadSource } from './read-source.js';
+import { MappedSource, MemorySource, type ByteSource } from './source.js';
+import { GgufTensor } from './tensor.js';
+import { verifySource, type VerifyOptions } from './verify.js';
+
+/**
+ * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
+ * 'read' reads it with fs (the header once, each tensor's bytes into a copy when first asked for).
+ */
+export type OpenMode = 'mmap' | 'read';
+
+export interface OpenOptions {
+  /**
+   * 'mmap' or 'read'; by default (and with 'auto') mmap where the addon loads and the runtime
+   * allows ArrayBuffers over external memory, read elsewhere. GGUF_MMAP_MODE sets the default.
+   */
+  mode?: OpenMode | 'auto';
+  /**
+   * Largest ArrayBuffer to create over the mapping; defaults to buffer.constants.MAX_LENGTH.
+   * Files larger than this are exposed through several windows (see README, "Large files").
+   * At least 64 KiB.
+   */
+  maxWindowBytes?: number;
+  /** Bounds on what the header may claim (see README, "Hostile files"); LIMIT_EXCEEDED past them. */
+  limits?: ParseLimits;
+}
+
+/**
+ * An opened GGUF file: its header fields, metadata and tensors. Opening reads only the header;
+ * tensor data is touched when a tensor's bytes are read.
+ */
+export class GgufFile implements Disposable {
+  readonly version: number;
+  readonly endian: 'little' | 'big';
+  readonly alignment: number;
+  /** File offset of the data section. For a file with no tensors it may lie past the end. */
+  readonly dataOffset: number;
+  readonly fileSize: number;
+  readonly metadata: GgufMetadata;
+  private readonly table: TensorTable;
+  /** GgufTensor objects, made when first asked for: a header's tensor infos stay compact until then. */
+  private readonly made: Array<GgufTensor | undefined> = [];
+  private all: readonly GgufTensor[] | undefined;
+
+  constructor(
+    private readonly source: ByteSource,
+    limits: ParseLimits = {},
+  ) {
+    const { view, layout } = readHeader(source, limits);
+    this.version = layout.version;
+    this.endian = layout.littleEndian ? 'little' : 'big';
+    this.alignment = layout.alignment;
+    this.dataOffset = layout.dataOffset;
+    this.fileSize = layout.fileSize;
+    this.metadata = new GgufMetadata(layout.kvs, {
+      view,
+      fileSize: layout.fileSize,
+      littleEndian: layout.littleEndian,
+      wideCounts: layout.version >= 2,
+      closed: () => source.closed,
+    });
+    this.table = layout.tensors;
+  }
+
+  /** Number of tensors, without making their objects. */
+  get tensorCount(): number {
+    return this.table.count;
+  }
+
+  /** Tensors in file order (every GgufTensor object is made on first use). */
+  get tensors(): readonly GgufTensor[] {
+    this.all ??= Object.freeze(Array.from({ length: this.table.count }, (_, i) => this.tensorAt(i)));
+    return this.all;
+  }
+
+  /** The tensor with this name, or undefined. */
+  tensor(name: string): GgufTensor | undefined {
+    const i = this.table.find(name);
+    return i < 0 ? undefined : this.tensorAt(i);
+  }
+
+  private tensorAt(i: number): GgufTensor {
+    let t = this.made[i];
+    if (t === undefined) {
+      t = new GgufTensor(this.table.record(i), this.dataOffset, this.source, this.endian === 'little');
+      this.made[i] = t;
+    }
+    return t;
+  }
+
+  get closed(): boolean {
+    return this.source.closed;
+  }
+
+  /** 'mmap' (views of a mapping), 'read' (copies read with fs) or 'memory' (parseGguf: views of the caller's bytes). */
+  get mode(): OpenMode | 'memory' {
+    return this.source instanceof MappedSource ? 'mmap' : this.source instanceof ReadSource ? 'read' : 'memory';
+  }
+
+  /** Whether tensor bytes and views are views of the file's memory (mmap and memory modes) rather than copies. */
+  get zeroCopy(): boolean {
+    return this.source.zeroCopy;
+  }
+
+  /**
+   * Checks that the file on disk is still the one mapped: throws GgufError FILE_CHANGED if it was
+   * truncated (reading the lost pages would raise SIGBUS) or modified in place since it was
+   * opened; with `sha256`, also hashes every byte and throws CHECKSUM_MISMATCH on a difference.
+   * A file replaced by rename passes: the mapping keeps serving the old file.
+   */
+  verify(options: VerifyOptions = {}): void {
+    verifySource(this.source, options);
+  }
+
+  /**
+   * Lets go of the file. Views handed out before (tensor bytes, typed views, metadata arrays that
+   * were views) keep their length but read zeros from then on, so nothing that still reads one
+   * (yours, or Node's own async work) can fault; the memory goes when the last of them is
+   * garbage. Access through this object throws CLOSED. Calling close() again does nothing.
+   */
+  close(): void {
+    this.source.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Parses the header through the source's head window, growing it while the header runs past. */
+function readHeader(source: ByteSource, limits: ParseLimits): { view: DataView; layout: GgufLayout } {
+  let view = source.head()!;
+  for (;;) {
+    try {
+      return { view, layout: parseLayout(view, source.size, limits) };
+    } catch (error) {
+      // Grown by 4x, or at once to twice the least the header's counts need (the error's offset;
+      // real names and shapes take about that).
+      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(Math.max(view.byteLength * 4, error.offset * 2)) : undefined;
+      if (longer === undefined) throw error;
+      view = longer;
+    }
+  }
+}
+
+/** Parses a GGUF file held in memory. The tensors view `bytes`; nothing is copied. */
+export function parseGguf(bytes: ArrayBuffer | ArrayBufferView, options: Pick<OpenOptions, 'limits'> = {}): GgufFile {
+  return new GgufFile(new MemorySource(bytes), options.limits);
+}
+
+/** A path as fs takes it (string, Buffer, file: URL), made absolute; NUL bytes are refused as fs refuses them. */
+function toFilePath(path: string | URL | Buffer): string {
+  let text: string;
+  if (typeof path === 'string') text = path;
+  else if (path instanceof URL) text = fileURLToPath(path);
+  else if (Buffer.isBuffer(path)) text = new TextDecoder('utf-8', { fatal: true }).decode(path);
+  else throw new TypeError(`openGguf: path must be a string, Buffer or file: URL, not ${path === null ? 'null' : typeof path}`);
+  if (text.includes('\0')) {
+    throw Object.assign(new TypeError(`openGguf: path must not contain NUL bytes: ${JSON.stringify(text)}`), { code: 'ERR_INVALID_ARG_VALUE' });
+  }
+  return resolve(text);
+}
+
+const MODES = ['mmap', 'read', 'auto'] as const;
+
+function chooseMode(asked: OpenOptions['mode']): OpenMode {
+  const fromEnv = process.env.GGUF_MMAP_MODE;
+  const mode = asked ?? (fromEnv === undefined || fromEnv === '' ? 'auto' : (fromEnv as OpenMode));
+  if (!MODES.includes(mode)) throw new TypeError(`openGguf: mode is one of ${MODES.join(', ')}, not '${String(mode)}'`);
+  if (mode === 'read') return 'read';
+  if (canMap()) return 'mmap';
+  if (mode === 'auto') return 'read';
+  const why = addonUnavailableReason() ?? 'this runtime does not allow ArrayBuffers over external memory';
+  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; run \`npm rebuild gguf-mmap\` with a C++ compiler on PATH, or open with { mode: 'read' }`, 0);
+}
+
+/**
+ * Maps the file at `path` (or reads it, see `options.mode`) and parses its header. I/O problems throw the system error (code
+ * ENOENT, EISDIR, ...); invalid contents throw a GgufError. The file is let go by close() (or
+ * `using`), or once the file and every view of it are garbage.
+ */
+export function openGguf(path: string | URL | Buffer, options: OpenOptions = {}): GgufFile {
+  const filePath = toFilePath(path);
+  const source = chooseMode(options.mode) === 'mmap' ? new MappedSource(filePath, options.maxWindowBytes) : new ReadSource(filePath);
+  try {
+    return new GgufFile(source, options.limits);
+  } catch (error) {
+    source.close();
+    throw error;
+  }
+}

@@ -1,0 +1,196 @@
+import { constants as bufferConstants } from 'node:buffer';
+import { GgufError } from '../errors.js';
+import { mapFile, type FileIdentity, type NativeMapping } from '../native.js';
+
+/** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
+export interface Located {
+  readonly buffer: ArrayBuffer;
+  readonly byteOffset: number;
+}
+
+/** The bytes of one GGUF file: an in-memory buffer or a mapping exposed through windows. */
+export interface ByteSource {
+  readonly size: number;
+  /**
+   * The file from offset 0, at least `minLength` bytes of it where the file and the window size
+   * allow; undefined when it cannot be longer than `minLength` asks past. The header must lie
+   * inside it.
+   */
+  head(minLength?: number): DataView | undefined;
+  /** A buffer holding all of [offset, offset + length); the range is inside the file. */
+  locate(offset: number, length: number): Located;
+  /** Ranges up to this long never need a window of their own. */
+  readonly sliceLength: number;
+  /** Whether locate() hands out views of the file's memory (else each range is read into a copy). */
+  readonly zeroCopy: boolean;
+  close(): void;
+  readonly closed: boolean;
+  /** Throws CLOSED after close(), FILE_CHANGED once pages of the file were lost; `offset` is for the error. */
+  check(offset: number): void;
+  /** For a mapped file: what verify() compares (see GgufFile.verify). */
+  readonly origin?: MappedOrigin;
+}
+
+export interface MappedOrigin {
+  readonly path: string;
+  /** The file when it was mapped. */
+  readonly identity: FileIdentity;
+  /** The mapped file now, read from the file itself (a rename or chdir does not change which). */
+  current(): FileIdentity | null;
+}
+
+/**
+ * Each window carries its source under this key, so that a view handed to a module-level
+ * function (dequantize(type, tensor.bytes)) is still checked for CLOSED and FILE_CHANGED. (A
+ * WeakMap from windows to sources grew V8's heap with every file opened and closed.)
+ */
+const SOURCE = Symbol('gguf-mmap source');
+type Tagged = ArrayBufferLike & { [SOURCE]?: ByteSource };
+
+/** Throws as the source of `buffer` would (CLOSED, FILE_CHANGED) if it is a window over a mapping. */
+export function checkBuffer(buffer: ArrayBufferLike, offset: number): void {
+  (buffer as Tagged)[SOURCE]?.check(offset);
+}
+
+export class MemorySource implements ByteSource {
+  readonly closed = false;
+  readonly zeroCopy = true;
+  private readonly bytes: Uint8Array;
+
+  constructor(input: ArrayBuffer | ArrayBufferView) {
+    this.bytes = ArrayBuffer.isView(input)
+      ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength)
+      : new Uint8Array(input);
+  }
+
+  get size(): number {
+    return this.bytes.byteLength;
+  }
+  head(minLength = 0): DataView | undefined {
+    if (minLength > this.bytes.byteLength) return undefined;
+    return new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+  }
+  locate(offset: number): Located {
+    return { buffer: this.bytes.buffer as ArrayBuffer, byteOffset: this.bytes.byteOffset + offset };
+  }
+  get sliceLength(): number {
+    return this.bytes.byteLength;
+  }
+  close(): void {}
+  check(): void {}
+}
+
+const PAGE = 4096;
+const MIN_WINDOW = 64 * 1024;
+/**
+ * The header is read through a window of its own, a few MiB, grown when a header is longer.
+ * V8 counts every ArrayBuffer's length as external memory and schedules full GCs by it, so a
+ * window over the whole model at open would make every open pay for a mark-compact.
+ */
+const HEAD_BYTES = 4 << 20;
+
+/**
+ * A file mapped by the addon. One ArrayBuffer cannot exceed buffer.constants.MAX_LENGTH (4 GiB on
+ * Node 20), so tensors are seen through windows, created when first needed: a grid of windows of `windowSize` bytes,
+ * each starting half a window after the previous one, so that any range up to half a window lies
+ * wholly inside one of them; a longer range gets a window of exactly its own bytes.
+ */
+export class MappedSource implements ByteSource {
+  readonly size: number;
+  readonly zeroCopy = true;
+  readonly windowSize: number;
+  private readonly stride: number;
+  private readonly mapping: NativeMapping;
+  /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
+  private readonly status: Uint32Array;
+  private readonly windows = new Map<string, ArrayBuffer>();
+  private headLength = 0;
+
+  constructor(
+    private readonly path: string,
+    maxWindowBytes = bufferConstants.MAX_LENGTH,
+  ) {
+    if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
+    const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
+    this.mapping = mapFile(path, limit);
+    this.status = new Uint32Array(this.mapping.status());
+    this.size = this.mapping.size;
+    this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
+    this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
+  }
+
+  /** Asked for by verify() only, so opening does not pay for it. */
+  get origin(): MappedOrigin {
+    const mapping = this.mapping;
+    return { path: this.path, identity: mapping.identity, current: () => mapping.currentIdentity() };
+  }
+
+  get sliceLength(): number {
+    return this.stride;
+  }
+
+  /** False when the kernel refused a writable private mapping (strict overcommit): see README. */
+  get copyOnWrite(): boolean {
+    return this.mapping.copyOnWrite;
+  }
+
+  // Kept in JS: checked on every tensor access, where a call into the addon would cost more.
+  private isClosed = false;
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  check(offset: number): void {
+    if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', offset);
+    if ((this.status[0]! & 1) !== 0) {
+      throw new GgufError('FILE_CHANGED', `'${this.path}' lost pages while mapped (truncated by another process?); they read as zeros`, offset);
+    }
+  }
+
+  head(minLength = HEAD_BYTES): DataView | undefined {
+    // An empty file has nothing mapped: the parser sees zero bytes and reports TRUNCATED.
+    if (this.size === 0) return this.headLength++ === 0 ? new DataView(new ArrayBuffer(0)) : undefined;
+    const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
+    if (length <= this.headLength) return undefined; // cannot grow past what we have
+    this.windows.delete('head@0');
+    this.headLength = length;
+    return new DataView(this.window('head', 0, length));
+  }
+
+  locate(offset: number, length: number): Located {
+    if (length > this.windowSize) {
+      throw new GgufError(
+        'TENSOR_TOO_LARGE',
+        `${length} bytes do not fit in one ArrayBuffer window (at most ${this.windowSize} bytes)`,
+        offset,
+      );
+    }
+    // The first grid window that reaches the range's end; it holds the range if it starts by its
+    // start. A file that fits in one window always uses window 0.
+    const gridStart = Math.max(0, Math.ceil((offset + length - this.windowSize) / this.stride)) * this.stride;
+    if (gridStart <= offset) {
+      const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
+      return { buffer, byteOffset: offset - gridStart };
+    }
+    return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
+  }
+
+  close(): void {
+    this.isClosed = true;
+    this.mapping.close();
+    this.windows.clear();
+  }
+
+  /** The window `kind` at `start`; an own window's kind includes its length. */
+  private window(kind: string, start: number, length: number): ArrayBuffer {
+    this.check(start);
+    const key = `${kind}@${start}`;
+    let buffer = this.windows.get(key);
+    if (buffer === undefined) {
+      buffer = this.mapping.window(start, length);
+      this.windows.set(key, buffer);
+      Object.defineProperty(buffer, SOURCE, { value: this });
+    }
+    return buffer;
+  }
+}

@@ -1,0 +1,232 @@
+import { blockAt, type GgufBlock, type Q4KBlock, type Q6KBlock } from '../format/blocks.js';
+import type { GgmlType, GgmlTypeName } from '../format/ggml-types.js';
+import { canView, elementsAt } from '../format/elements.js';
+import { GgufError } from '../errors.js';
+import type { TensorRecord } from '../format/tensor-table.js';
+import type { ByteSource } from './source.js';
+import {
+  dequantizeAsyncAt,
+  dequantizeAt,
+  type DequantizeAsyncOptions,
+  type DequantizeOptions,
+} from '../dequant/dequantize.js';
+
+/** The typed view of a tensor's elements; quantized types are raw bytes. */
+export type TensorView =
+  | Float32Array
+  | Float64Array
+  | Uint16Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array;
+
+type ViewConstructor = {
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): TensorView;
+  new (length: number): TensorView;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+// Element views for the plain types; every other type is viewed as bytes.
+const ELEMENT_VIEWS: Readonly<Record<string, ViewConstructor>> = {
+  F32: Float32Array,
+  F16: Uint16Array,
+  BF16: Uint16Array,
+  F64: Float64Array,
+  I8: Int8Array,
+  I16: Int16Array,
+  I32: Int32Array,
+  I64: BigInt64Array,
+};
+
+export class GgufTensor {
+  readonly name: string;
+  /** ggml type name: F32, F16, Q4_K, ... */
+  readonly type: GgmlTypeName;
+  readonly typeId: number;
+  readonly ggmlType: GgmlType;
+  /** ggml order: ne[0], the innermost (row) dimension, first. */
+  readonly shape: readonly number[];
+  readonly nelements: number;
+  readonly nbytes: number;
+  /** Offset of the tensor's bytes within the data section. */
+  readonly offset: number;
+  /** Offset of the tensor's bytes within the file. */
+  readonly fileOffset: number;
+  private cachedBytes: Uint8Array | undefined;
+
+  constructor(
+    record: TensorRecord,
+    dataOffset: number,
+    private readonly source: ByteSource,
+    private readonly littleEndian: boolean,
+  ) {
+    this.name = record.name;
+    this.ggmlType = record.type;
+    this.type = record.type.name;
+    this.typeId = record.type.id;
+    this.shape = Object.freeze([...record.shape]);
+    this.nelements = record.nelements;
+    this.nbytes = record.nbytes;
+    this.offset = record.offset;
+    this.fileOffset = dataOffset + record.offset;
+  }
+
+  /**
+   * The tensor's bytes as stored: a view of the file's memory, never a copy (in read mode, a copy
+   * read from the file once and kept).
+   */
+  get bytes(): Uint8Array {
+    this.source.check(this.fileOffset);
+    if (this.cachedBytes === undefined) this.cachedBytes = this.rangeBytes(0, this.nbytes);
+    return this.cachedBytes;
+  }
+
+  /**
+   * True when `view()` returns a view of the file's memory; false when it must return a copy
+   * (a big-endian file, data not aligned to the element size, or a file opened in read mode).
+   */
+  get zeroCopyView(): boolean {
+    const View = ELEMENT_VIEWS[this.type];
+    return this.source.zeroCopy && (View === undefined || canView(View.BYTES_PER_ELEMENT, this.bytes.byteOffset, this.littleEndian));
+  }
+
+  /**
+   * The elements as a typed array: Float32Array for F32, Uint16Array for F16 and BF16 (raw half
+   * bits), Float64Array, Int8Array, Int16Array, Int32Array, BigInt64Array for F64, I8, I16, I32,
+   * I64, and the raw bytes (Uint8Array) for quantized types. See `zeroCopyView` for when it copies.
+   */
+  view(): TensorView {
+    const View = ELEMENT_VIEWS[this.type];
+    const bytes = this.bytes;
+    if (View === undefined) return bytes;
+    return elementsAt(View, bytes.buffer, bytes.byteOffset, this.nelements, this.littleEndian);
+  }
+
+  /** The F32 elements (`view()` typed for F32 tensors); a TypeError for any other type. */
+  f32(): Float32Array {
+    return this.typedView('F32') as Float32Array;
+  }
+  /** The F64 elements; a TypeError for any other type. */
+  f64(): Float64Array {
+    return this.typedView('F64') as Float64Array;
+  }
+  /** The raw half-precision bits of an F16 tensor (f16ToF32 or dequantize() decode them); a TypeError for any other type. */
+  f16(): Uint16Array {
+    return this.typedView('F16') as Uint16Array;
+  }
+  /** The raw bfloat16 bits of a BF16 tensor; a TypeError for any other type. */
+  bf16(): Uint16Array {
+    return this.typedView('BF16') as Uint16Array;
+  }
+  /** The I8 elements; a TypeError for any other type. */
+  i8(): Int8Array {
+    return this.typedView('I8') as Int8Array;
+  }
+  /** The I16 elements; a TypeError for any other type. */
+  i16(): Int16Array {
+    return this.typedView('I16') as Int16Array;
+  }
+  /** The I32 elements; a TypeError for any other type. */
+  i32(): Int32Array {
+    return this.typedView('I32') as Int32Array;
+  }
+  /** The I64 elements; a TypeError for any other type. */
+  i64(): BigInt64Array {
+    return this.typedView('I64') as BigInt64Array;
+  }
+
+  private typedView(type: GgmlTypeName): TensorView {
+    if (this.type !== type) throw new TypeError(`tensor '${this.name}' is ${this.type}, not ${type}`);
+    return this.view();
+  }
+
+  /** Number of quantization blocks (elements for plain types). */
+  get nblocks(): number {
+    return this.nelements / this.ggmlType.blockSize;
+  }
+
+  /** Block `index` of a Q4_K or Q6_K tensor, its fields viewing the file's bytes. */
+  block(index: number): GgufBlock {
+    return blockAt(this.type, this.bytes, index, this.fileOffset);
+  }
+
+  /** Block `index` of a Q4_K tensor, typed (UNSUPPORTED_BLOCK_TYPE for another type). */
+  blockQ4K(index: number): Q4KBlock {
+    return this.typedBlock('Q4_K', index) as Q4KBlock;
+  }
+
+  /** Block `index` of a Q6_K tensor, typed (UNSUPPORTED_BLOCK_TYPE for another type). */
+  blockQ6K(index: number): Q6KBlock {
+    return this.typedBlock('Q6_K', index) as Q6KBlock;
+  }
+
+  private typedBlock(type: 'Q4_K' | 'Q6_K', index: number): GgufBlock {
+    if (this.type !== type) throw new GgufError('UNSUPPORTED_BLOCK_TYPE', `tensor '${this.name}' is ${this.type}, not ${type}`, this.fileOffset);
+    return blockAt(type, this.bytes, index, this.fileOffset);
+  }
+
+  /** Elements per row: ne[0]. */
+  get rowLength(): number {
+    return this.shape[0] ?? 1;
+  }
+
+  /** Rows of `rowLength` elements: the product of the other dimensions. */
+  get rows(): number {
+    return this.rowLength === 0 ? 0 : this.nelements / this.rowLength;
+  }
+
+  /**
+   * The whole tensor as float32, bit for bit as ggml's dequantizer. With `out` (a Float32Array of
+   * at least `nelements`) it writes there and returns it, allocating nothing.
+   */
+  dequantize(out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
+    return dequantizeAt(this.ggmlType, this.bytes, out, ...this.dequantArgs(options, 0));
+  }
+
+  /**
+   * Rows [first, first + count) as float32, reading only those rows' bytes (one embedding
+   * lookup touches one row of the file, not the tensor).
+   */
+  dequantizeRows(first: number, count: number, out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
+    const rows = this.rows;
+    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 0 || first + count > rows) {
+      throw new GgufError('ROW_OUT_OF_RANGE', `rows ${first}..${first + count} of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
+    }
+    const rowBytes = this.rowBytes();
+    return dequantizeAt(this.ggmlType, this.rangeBytes(first * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, first * rowBytes));
+  }
+
+  /**
+   * `dequantize` off the event loop (native kernels on libuv's pool, split across cores for
+   * large tensors). Closing the file meanwhile is safe: the mapping stays until the work ends.
+   */
+  dequantizeAsync(out?: Float32Array, options: Omit<DequantizeAsyncOptions, 'littleEndian'> = {}): Promise<Float32Array> {
+    try {
+      return dequantizeAsyncAt(this.ggmlType, this.bytes, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private rowBytes(): number {
+    return (this.rowLength / this.ggmlType.blockSize) * this.ggmlType.typeSize;
+  }
+
+  /** A view of [start, start + length) of the tensor's bytes, locating only that range. */
+  private rangeBytes(start: number, length: number): Uint8Array {
+    this.source.check(this.fileOffset);
+    if (length === 0) return new Uint8Array(0);
+    if (this.cachedBytes !== undefined) return this.cachedBytes.subarray(start, start + length);
+    const { buffer, byteOffset } = this.source.locate(this.fileOffset + start, length);
+    return new Uint8Array(buffer, byteOffset, length);
+  }
+
+  /** Dequantization options with this file's byte order, and where errors point. */
+  private dequantArgs<T extends DequantizeOptions>(options: Omit<T, 'littleEndian'>, start: number) {
+    const fileOffset = this.fileOffset + start;
+    const at = { fileOffset, check: () => this.source.check(fileOffset) };
+    return [{ ...options, littleEndian: this.littleEndian } as T, at] as const;
+  }
+}

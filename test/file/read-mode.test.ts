@@ -1,0 +1,96 @@
+// Where files cannot be mapped (no addon for the platform, not built, or a runtime that refuses
+// ArrayBuffers over external memory, as Electron does) the library reads them instead.
+import { truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { openGguf, writeGgufFile } from '../../lib/index.js';
+import { DIST_INDEX, runChild } from '../helpers/child.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const file = join(dir, 'model.gguf');
+const q8 = new Uint8Array(34 * 4096).map((_, i) => (i % 34 === 1 ? 0x3c : (i * 13) & 255));
+q8.set([0x01, 0x7c], 34 * 7); // block 7's scale: an f16 NaN with a payload
+writeGgufFile(file, {
+  metadata: { tokens: { type: 'ARRAY', arrayType: 'STRING', value: ['a', '\uFEFF', 'c'] } },
+  tensors: [
+    { name: 'q', type: 'Q8_0', shape: [32, 4096], data: q8 },
+    { name: 'f', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) },
+  ],
+});
+const NATIVE_DIST = JSON.stringify(pathToFileURL(join(import.meta.dirname, '../../dist/lib/native.js')).href);
+
+describe('read mode', () => {
+  it('gives the same metadata, bytes and values as the mapping, as copies', async () => {
+    using mapped = openGguf(file);
+    using read = openGguf(file, { mode: 'read' });
+    expect([read.mode, read.zeroCopy]).toEqual(['read', false]);
+    expect(read.metadata.get('tokens')).toEqual(['a', '\uFEFF', 'c']);
+    expect(Buffer.from(read.tensor('q')!.bytes).equals(Buffer.from(mapped.tensor('q')!.bytes))).toBe(true);
+    expect(read.tensor('f')!.zeroCopyView).toBe(false);
+    const want = new Uint32Array(mapped.tensor('q')!.dequantize().buffer);
+    const got = new Uint32Array((await read.tensor('q')!.dequantizeAsync()).buffer);
+    expect(got.every((bits, i) => bits === want[i])).toBe(true);
+    expect(new Uint32Array(read.tensor('q')!.dequantizeRows(7, 1).buffer)[0]).toBe(want[7 * 32]);
+    read.verify();
+    read.close();
+    expect(() => read.tensor('q')!.bytes).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+  });
+
+  it('a file truncated under a read-mode file: FILE_CHANGED from the next read and from verify()', () => {
+    const path = join(dir, 'truncated.gguf');
+    writeGgufFile(path, { tensors: [{ name: 't', type: 'F32', shape: [65536], data: new Uint8Array(262144).fill(1) }] });
+    using g = openGguf(path, { mode: 'read' });
+    truncateSync(path, 4096);
+    expect(() => g.verify()).toThrow(expect.objectContaining({ code: 'FILE_CHANGED', offset: 4096 }));
+    expect(() => g.tensor('t')!.bytes).toThrow(expect.objectContaining({ code: 'FILE_CHANGED' }));
+  });
+
+  it('without the addon: files are read, parseGguf and TypeScript kernels work, mmap asked for is ADDON_UNAVAILABLE (child process)', () => {
+    const r = runChild(`
+      process.env.GGUF_MMAP_ADDON = 'off';
+      const { openGguf, parseGguf, dequantize, nativeDequantInfo, liveMappings, GgufError } = await import(${JSON.stringify(DIST_INDEX)});
+      const { readFileSync } = await import('node:fs');
+      const code = (f) => { try { f(); return 'no error'; } catch (e) { return e instanceof GgufError ? e.code + ': ' + e.message : String(e); } };
+      const g = openGguf(${JSON.stringify(file)});
+      const parsed = parseGguf(readFileSync(${JSON.stringify(file)}));
+      console.log(JSON.stringify({
+        mode: g.mode,
+        tokens: parsed.metadata.get('tokens'),
+        value: dequantize('Q8_0', g.tensor('q').bytes)[33],
+        same: dequantize('Q8_0', parsed.tensor('q').bytes)[33],
+        info: nativeDequantInfo(),
+        live: liveMappings(),
+        mmap: code(() => openGguf(${JSON.stringify(file)}, { mode: 'mmap' })),
+        native: code(() => dequantize('Q8_0', g.tensor('q').bytes, undefined, { backend: 'native' })),
+      }));
+    `);
+    expect(r.status, r.stderr).toBe(0);
+    const out = r.result as Record<string, unknown>;
+    expect(out.mode).toBe('read');
+    expect(out.tokens).toEqual(['a', '\uFEFF', 'c']);
+    expect(out.value).toBe(out.same);
+    expect(out.info).toEqual({ isa: 'none', types: [] });
+    expect(out.live).toBe(0);
+    expect(out.mmap).toMatch(/^ADDON_UNAVAILABLE: .*GGUF_MMAP_ADDON is off.*npm rebuild gguf-mmap.*mode: 'read'/);
+    expect(out.native).toMatch(/^NO_NATIVE_KERNEL: .*not loaded/);
+  });
+
+  it('a runtime that refuses external ArrayBuffers (Electron): read mode by default, native kernels still used (child process)', () => {
+    const r = runChild(`
+      const { optionalAddon } = await import(${NATIVE_DIST});
+      optionalAddon().refuseExternalBuffers(true);
+      const { openGguf, GgufError } = await import(${JSON.stringify(DIST_INDEX)});
+      const g = openGguf(${JSON.stringify(file)});
+      let mmap;
+      try { openGguf(${JSON.stringify(file)}, { mode: 'mmap' }); mmap = 'opened'; } catch (e) { mmap = e instanceof GgufError ? e.code : String(e); }
+      const t = g.tensor('q');
+      const viaJob = await t.dequantizeAsync(undefined, { backend: 'native' }); // the job's output is copied, not handed over
+      const direct = t.dequantize(undefined, { backend: 'js' });
+      console.log(JSON.stringify({ mode: g.mode, mmap, same: viaJob.every((v, i) => Object.is(v, direct[i])), n: viaJob.length }));
+    `);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.result).toEqual({ mode: 'read', mmap: 'ADDON_UNAVAILABLE', same: true, n: 32 * 4096 });
+  });
+});
