@@ -1,4 +1,3 @@
-import { constants as bufferConstants } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
