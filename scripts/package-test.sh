@@ -25,8 +25,8 @@ check() { # name, command...
 
 tarball=$(npm pack --silent --pack-destination "$work" | tail -1)
 echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$work/$tarball" | wc -l) files)"
-check "the tarball has no scripts, benchmarks or source maps, and has the prebuilt binary and LICENSE" \
-  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
+check "the tarball has no scripts, benchmarks or source maps; it has the prebuilt binaries (x64, arm64) and LICENSE" \
+  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-arm64/' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
 
 # A PATH with node, npm and sh only: no g++, cc, make or python to build with.
 bin="$work/bin"

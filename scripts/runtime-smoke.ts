@@ -18,6 +18,7 @@ const shared = process.env.GGUF_MMAP_SHARED ?? resolve(here, '../../../shared');
 const libUrl = pathToFileURL(join(here, '../lib/index.js')).href;
 const tmp = mkdtempSync(join(tmpdir(), 'gguf-mmap-smoke-'));
 const runtime = (globalThis as { Bun?: unknown }).Bun ? 'bun' : (globalThis as { Deno?: unknown }).Deno ? 'deno' : `node ${process.version}`;
+const platform = `${process.platform}-${process.arch}`;
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -202,5 +203,5 @@ await check("dequantization bit for bit with ggml's vectors, NaN payloads includ
 }, noShared);
 
 rmSync(tmp, { recursive: true, force: true });
-console.log(`runtime ${runtime}: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+console.log(`runtime ${runtime} (${platform}): ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed === 0 ? 0 : 1);
