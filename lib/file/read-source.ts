@@ -5,6 +5,7 @@ import type { ByteSource, Located, MappedOrigin } from './source.js';
 
 // The header is read in a prefix of this many bytes, grown when a header is longer.
 const HEAD_BYTES = 4 << 20;
+const READ_PIECE = 1 << 30;
 
 function identityOf(fd: number): FileIdentity {
   const st = fstatSync(fd, { bigint: true });
@@ -74,7 +75,8 @@ export class ReadSource implements ByteSource {
     this.check(offset);
     const bytes = new Uint8Array(length);
     for (let done = 0; done < length; ) {
-      const n = readSync(this.fd, bytes, done, length - done, offset + done);
+      // One read() takes at most 2 GiB - 1 bytes: larger ranges go in 1 GiB pieces.
+      const n = readSync(this.fd, bytes, done, Math.min(length - done, READ_PIECE), offset + done);
       if (n === 0) throw new GgufError('FILE_CHANGED', `'${this.path}' ends at byte ${offset + done}, shorter than when it was opened`, offset + done);
       done += n;
     }
