@@ -68,13 +68,19 @@ JS
 check "CommonJS require (and gguf-mmap/package.json)" env PATH="$bin" node cjs.cjs
 check "CLI: gguf-mmap --version and inspect" bash -c "PATH='$bin' ./node_modules/.bin/gguf-mmap --version | grep -qx \"\$(node -p 'require(\"gguf-mmap/package.json\").version')\" && PATH='$bin' ./node_modules/.bin/gguf-mmap inspect | grep -q 'GGUF v3'"
 
-# Strict TypeScript: the README's consumer example, compiled with no casts under three resolutions.
+# Strict TypeScript: the README's examples and a consumer file, compiled with no casts under three
+# resolutions.
 cp "$repo/test/types/consumer.ts" consumer.ts
+node -e '
+  const { readFileSync, writeFileSync } = require("node:fs");
+  const blocks = [...readFileSync(process.argv[1], "utf8").matchAll(/```ts\n([\s\S]*?)```/g)];
+  blocks.forEach((m, i) => writeFileSync(`readme-${i}.ts`, m[1] + "\nexport {};\n"));
+' "$repo/README.md"
 for resolution in node16 nodenext bundler; do
   module=$([ "$resolution" = bundler ] && echo esnext || echo "$resolution")
   check "strict TypeScript, moduleResolution $resolution" node "$repo/node_modules/typescript/bin/tsc" --noEmit --strict \
     --noUncheckedIndexedAccess --target es2022 --lib es2022,esnext.disposable --module "$module" --moduleResolution "$resolution" \
-    --types node --typeRoots "$repo/node_modules/@types" consumer.ts
+    --types node --typeRoots "$repo/node_modules/@types" consumer.ts readme-*.ts
 done
 
 echo "package: $passed passed, $failed failed"

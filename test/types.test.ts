@@ -1,8 +1,8 @@
-// The README's examples compile under `strict` with no casts: test/types/consumer.ts, checked
-// against the library's sources here (scripts/package-test.sh checks it against the installed
-// package, with node16, nodenext and bundler resolution).
+// The README's examples compile under `strict` with no casts: every ```ts block of README.md and
+// test/types/consumer.ts, checked against the library's sources here (scripts/package-test.sh
+// checks them against the installed package, with node16, nodenext and bundler resolution).
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from './helpers/tmp.js';
@@ -10,8 +10,15 @@ import { tempDir } from './helpers/tmp.js';
 const repo = join(import.meta.dirname, '..');
 
 describe('types for consumers', () => {
-  it('the consumer example type-checks under strict with no casts', () => {
+  it("the README's TypeScript examples and the consumer example type-check under strict with no casts", () => {
     const dir = tempDir();
+    const blocks = [...readFileSync(join(repo, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThan(0);
+    const files = blocks.map((code, i) => {
+      const file = join(dir, `readme-${i}.ts`);
+      writeFileSync(file, `${code}\nexport {};\n`);
+      return file;
+    });
     const config = {
       compilerOptions: {
         strict: true,
@@ -26,7 +33,7 @@ describe('types for consumers', () => {
         skipLibCheck: true,
         paths: { 'gguf-mmap': [join(repo, 'lib/index.ts')] },
       },
-      files: [join(repo, 'test/types/consumer.ts')],
+      files: [join(repo, 'test/types/consumer.ts'), ...files],
     };
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
     const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' });
