@@ -39,6 +39,7 @@ export const GGUF_ERROR_CODES = [
   'CHECKSUM_MISMATCH',
   'LIMIT_EXCEEDED',
   'ADDON_UNAVAILABLE',
+  'NOT_MAPPED',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

@@ -10,7 +10,8 @@ export type { GgufBlock, Q4KBlock, Q6KBlock } from './format/blocks.js';
 export type { GgufScalar } from './format/parse.js';
 export { f16ToF32 } from './format/f16.js';
 export { encodeGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteValue, type GgufWriteTensor } from './format/writer.js';
-export { liveMappings } from './native.js';
+export { liveMappings, evictFromPageCache, type PageAdvice } from './native.js';
+export type { PrefetchOptions, TensorSelection } from './file/page-cache.js';
 export type { GgmlTypeRef } from './dequant/dequantize.js';
 export {
   dequantize,

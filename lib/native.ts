@@ -28,7 +28,19 @@ export interface NativeMapping {
   window(offset: number, length: number): ArrayBuffer;
   /** Lets go of the file: every window stays valid and reads zeros. Idempotent. */
   close(): void;
+  /** Bytes of [offset, offset + length) in memory (mincore). */
+  residency(offset: number, length: number): number;
+  /** madvise over the range's pages. */
+  advise(offset: number, length: number, advice: PageAdvice): void;
+  /** mlock / munlock over the range's pages; a Node-style error (EPERM, ENOMEM) naming RLIMIT_MEMLOCK. */
+  lock(offset: number, length: number): void;
+  unlock(offset: number, length: number): void;
+  /** Faults the range's pages in on a libuv pool thread (MADV_POPULATE_READ, else a read per page). */
+  prefetch(offset: number, length: number): Promise<void>;
 }
+
+/** Access-pattern advice for the kernel (madvise). */
+export type PageAdvice = 'normal' | 'random' | 'sequential' | 'willneed' | 'dontneed';
 
 /** Native dequantization off the JS thread, on memory the job owns (native/dequant_napi.cc). */
 export interface NativeDequantJob {
@@ -42,6 +54,7 @@ export interface NativeDequantJob {
 interface Addon {
   Mapping: new (path: string, maxWindow: number) => NativeMapping;
   liveMappings(): number;
+  evictFile(path: string): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number) => NativeDequantJob;
@@ -125,6 +138,14 @@ export function canMap(): boolean {
 
 export function mapFile(path: string, maxWindow: number): NativeMapping {
   return new (addon().Mapping)(path, maxWindow);
+}
+
+/**
+ * Drops the file's clean pages from the page cache (after writing dirty ones back); pages a
+ * process has mapped stay. For cold-start benchmarks and tests.
+ */
+export function evictFromPageCache(path: string): void {
+  addon().evictFile(path);
 }
 
 /** Mapped files not yet let go of, across every thread of this process (0 without the addon). */

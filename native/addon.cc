@@ -12,6 +12,7 @@
 
 #include "dequant_napi.h"
 #include "fault_guard.h"
+#include "page_cache.h"
 #include "region.h"
 #include "string_walk.h"
 
@@ -83,6 +84,53 @@ void CleanUpEnv(void* arg) {
   env_mappings.regions.clear();
 }
 
+// An OS call's failure as a Node-style error: code ("EPERM"...), errno, syscall.
+Napi::Error SystemError(Napi::Env env, int errnum, const char* syscall, const std::string& hint = "") {
+  const char* code = ErrnoName(errnum);
+  Napi::Error error = Napi::Error::New(env, std::string(code) + ": " + std::strerror(errnum) + ", " + syscall + hint);
+  error.Set("code", code);
+  error.Set("errno", static_cast<double>(-errnum));
+  error.Set("syscall", syscall);
+  return error;
+}
+
+// One prefetch() in flight: the range, its promise, and a pin on the Region.
+struct Prefetch {
+  Region* pinned;
+  const uint8_t* begin;
+  size_t length;
+  int result = 0;
+  napi_deferred deferred;
+  napi_async_work work;
+};
+
+void ExecutePrefetch(napi_env /*env*/, void* data) {
+  Prefetch* job = static_cast<Prefetch*>(data);
+  job->result = Populate(job->begin, job->length);
+}
+
+// Never throws (it may run during a worker's teardown): every status is checked instead.
+void CompletePrefetch(napi_env env, napi_status status, void* data) {
+  std::unique_ptr<Prefetch> job(static_cast<Prefetch*>(data));
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) == napi_ok) {
+    napi_value value = nullptr;
+    if (status == napi_ok && job->result == 0) {
+      if (napi_get_undefined(env, &value) == napi_ok) napi_resolve_deferred(env, job->deferred, value);
+    } else {
+      napi_value message = nullptr;
+      const char* text = status != napi_ok ? "prefetch was cancelled" : std::strerror(-job->result);
+      if (napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &message) == napi_ok &&
+          napi_create_error(env, nullptr, message, &value) == napi_ok) {
+        napi_reject_deferred(env, job->deferred, value);
+      }
+    }
+    napi_close_handle_scope(env, scope);
+  }
+  if (job->pinned != nullptr) job->pinned->Unpin();
+  napi_delete_async_work(env, job->work);
+}
+
 class Mapping : public Napi::ObjectWrap<Mapping> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -94,6 +142,11 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
                         InstanceMethod<&Mapping::CurrentIdentity>("currentIdentity"),
                         InstanceMethod<&Mapping::Status>("status"),
                         InstanceMethod<&Mapping::Window>("window"),
+                        InstanceMethod<&Mapping::Residency>("residency"),
+                        InstanceMethod<&Mapping::AdviseRange>("advise"),
+                        InstanceMethod<&Mapping::LockRange>("lock"),
+                        InstanceMethod<&Mapping::UnlockRange>("unlock"),
+                        InstanceMethod<&Mapping::PrefetchRange>("prefetch"),
                         InstanceMethod<&Mapping::Close>("close")});
   }
 
@@ -182,6 +235,84 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     return HoldingBuffer(env, region_, start, static_cast<size_t>(length));
   }
 
+  // The bytes [offset, offset + length) named by info[0], info[1], checked against the mapping.
+  const uint8_t* RangeAt(const Napi::CallbackInfo& info, size_t* length) {
+    Napi::Env env = info.Env();
+    if (region_->closed()) throw Napi::Error::New(env, "mapping is closed");
+    const double offset = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+    const double bytes = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
+    const double size = static_cast<double>(region_->size());
+    if (!(offset >= 0 && bytes >= 0 && offset + bytes <= size) || offset != static_cast<double>(static_cast<size_t>(offset)) ||
+        bytes != static_cast<double>(static_cast<size_t>(bytes))) {
+      throw Napi::RangeError::New(env, "range out of the mapping");
+    }
+    *length = static_cast<size_t>(bytes);
+    return region_->data() + static_cast<size_t>(offset);
+  }
+
+  // residency(offset, length): bytes of the range in memory.
+  Napi::Value Residency(const Napi::CallbackInfo& info) {
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    const int64_t resident = ResidentBytes(begin, length);
+    if (resident < 0) throw SystemError(info.Env(), static_cast<int>(-resident), "mincore");
+    return Napi::Number::New(info.Env(), static_cast<double>(resident));
+  }
+
+  // advise(offset, length, advice)
+  Napi::Value AdviseRange(const Napi::CallbackInfo& info) {
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    if (info.Length() < 3 || !info[2].IsString()) throw Napi::TypeError::New(info.Env(), "advise(offset, length, advice)");
+    const int result = Advise(begin, length, info[2].As<Napi::String>().Utf8Value().c_str());
+    if (result != 0) throw SystemError(info.Env(), -result, "madvise");
+    return info.Env().Undefined();
+  }
+
+  // lock(offset, length), unlock(offset, length)
+  Napi::Value LockRange(const Napi::CallbackInfo& info) {
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    const int result = Lock(begin, length);
+    if (result != 0) {
+      throw SystemError(info.Env(), -result, "mlock",
+                        " (locked memory is limited by RLIMIT_MEMLOCK: see `ulimit -l`, or grant CAP_IPC_LOCK)");
+    }
+    return info.Env().Undefined();
+  }
+  Napi::Value UnlockRange(const Napi::CallbackInfo& info) {
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    const int result = Unlock(begin, length);
+    if (result != 0) throw SystemError(info.Env(), -result, "munlock");
+    return info.Env().Undefined();
+  }
+
+  // prefetch(offset, length): Promise<void>, the pages faulted in on a libuv pool thread; the
+  // mapping is pinned meanwhile, so close() takes effect when it ends.
+  Napi::Value PrefetchRange(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    auto job = std::make_unique<Prefetch>();
+    job->begin = begin;
+    job->length = length;
+    napi_value promise, name;
+    NAPI_THROW_IF_FAILED(env, napi_create_promise(env, &job->deferred, &promise), Napi::Value());
+    NAPI_THROW_IF_FAILED(env, napi_create_string_utf8(env, "gguf-mmap:prefetch", NAPI_AUTO_LENGTH, &name), Napi::Value());
+    NAPI_THROW_IF_FAILED(env, napi_create_async_work(env, nullptr, name, ExecutePrefetch, CompletePrefetch, job.get(), &job->work),
+                         Napi::Value());
+    job->pinned = Region::PinContaining(begin, length);
+    const napi_status status = napi_queue_async_work(env, job->work);
+    if (status != napi_ok) {
+      if (job->pinned != nullptr) job->pinned->Unpin();
+      napi_delete_async_work(env, job->work);
+      NAPI_THROW_IF_FAILED(env, status, Napi::Value());
+    }
+    job.release();  // CompletePrefetch owns it now
+    return Napi::Value(env, promise);
+  }
+
   // Lets go of the file; the windows stay valid and read zeros. Calling it again does nothing.
   Napi::Value Close(const Napi::CallbackInfo& info) {
     region_->Close();
@@ -192,6 +323,16 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   double max_window_ = 0;
   EnvMappingsPtr env_mappings_;
 };
+
+// evictFile(path): drops the file's clean cached pages (for cold-start benchmarks and tests).
+Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "evictFile(path)");
+  const std::string path = info[0].As<Napi::String>();
+  const int result = EvictFile(path.c_str());
+  if (result != 0) throw SystemError(env, -result, "posix_fadvise");
+  return env.Undefined();
+}
 
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
@@ -247,6 +388,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
+  exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));
   RegisterDequant(env, exports);
   return exports;
 }

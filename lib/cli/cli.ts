@@ -5,7 +5,7 @@ import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from 
 import type { DequantBackend } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
-import { inspectText, writeInspectJson } from './inspect.js';
+import { formatBytes, inspectText, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 
@@ -14,6 +14,7 @@ function packageVersion(): string {
 }
 
 const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
+       gguf-mmap warm FILE
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
 
@@ -21,6 +22,8 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
                    Without FILE, inspects the embedded sample model.
     --json         print one JSON object instead (every metadata value in full)
     --sha256       with --json, add each tensor's sha256
+  warm FILE        bring the whole file into memory (the page cache) before use,
+                   with a progress bar and MB/s on a terminal, a summary otherwise
   dequant FILE TENSOR
                    dequantize a tensor to float32 (bit for bit as ggml) and print
                    min, max, mean and the NaN and Inf counts.
@@ -45,6 +48,7 @@ function run(argv: string[]): number {
     return 0;
   }
   if (command === 'dequant') return dequant(rest);
+  if (command === 'warm') return warm(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -82,6 +86,31 @@ function writeBuffered(produce: (write: (chunk: string) => void) => void): void 
   flush();
 }
 
+/** `warm FILE`: prefetch() the whole file, showing progress on a terminal. */
+function warm(args: string[]): number {
+  if (args.length !== 1 || args[0]!.startsWith('--')) throw new UsageError('warm takes one FILE');
+  const g = openGguf(args[0]!, { mode: 'mmap' });
+  const tty = process.stderr.isTTY ? process.stderr : undefined;
+  const start = performance.now();
+  const rate = (bytes: number) => `${((bytes / 1e6) / Math.max(1e-3, (performance.now() - start) / 1000)).toFixed(0)} MB/s`;
+  g.prefetch({
+    onProgress: (done, total) => tty?.write(`\r[${'#'.repeat(Math.round((done / total) * 30)).padEnd(30, '.')}] ${Math.floor((done / total) * 100)}%  ${rate(done)}`),
+  }).then(
+    ({ bytes }) => {
+      tty?.write('\r\x1b[K');
+      const { resident, total } = g.residency();
+      process.stdout.write(`warmed ${formatBytes(bytes)} in ${(performance.now() - start).toFixed(0)} ms (${rate(bytes)}); ${formatBytes(resident)} of ${formatBytes(total)} resident\n`);
+      g.verify();
+      g.close();
+    },
+    (error: unknown) => {
+      g.close();
+      report(error);
+    },
+  );
+  return 0;
+}
+
 const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
 
 function dequant(args: string[]): number {
@@ -114,6 +143,20 @@ function dequant(args: string[]): number {
   return 0;
 }
 
+/** One line on stderr and the exit status for an error: 2 for an invalid file, 1 otherwise. */
+function report(error: unknown): void {
+  if (error instanceof GgufError) {
+    process.stderr.write(`gguf-mmap: ${error.code}: ${error.message}\n`);
+    process.exitCode = 2;
+  } else if (error instanceof UsageError) {
+    process.stderr.write(`gguf-mmap: ${error.message}\n${USAGE}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stderr.write(`gguf-mmap: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  }
+}
+
 function main(): void {
   // A reader that stops early (`| head`) closes the pipe: that is the end of the output, not an error.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -124,16 +167,7 @@ function main(): void {
   try {
     process.exitCode = run(process.argv.slice(2));
   } catch (error) {
-    if (error instanceof GgufError) {
-      process.stderr.write(`gguf-mmap: ${error.code}: ${error.message}\n`);
-      process.exitCode = 2;
-    } else if (error instanceof UsageError) {
-      process.stderr.write(`gguf-mmap: ${error.message}\n${USAGE}\n`);
-      process.exitCode = 1;
-    } else {
-      process.stderr.write(`gguf-mmap: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    }
+    report(error);
   }
 }
 

@@ -77,6 +77,10 @@ export function inspectText(g: GgufFile, path: string): string {
   const lines: string[] = [];
   lines.push(`file       ${printable(path)}`);
   lines.push(`size       ${formatBytes(g.fileSize)} (${g.fileSize} bytes)`);
+  if (g.mode === 'mmap') {
+    const { resident, total } = g.residency();
+    lines.push(`resident   ${formatBytes(resident)} of ${formatBytes(total)} in memory (${total === 0 ? 100 : Math.floor((resident / total) * 100)}%)`);
+  }
   lines.push(`format     GGUF v${g.version}, ${g.endian}-endian, alignment ${g.alignment}, data at byte ${g.dataOffset}`);
   lines.push('');
   lines.push(`metadata (${g.metadata.size})`);

@@ -4,7 +4,8 @@ import { GgufMetadata } from './metadata.js';
 import { GgufError } from '../errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
 import type { TensorTable } from '../format/tensor-table.js';
-import { addonUnavailableReason, canMap } from '../native.js';
+import { addonUnavailableReason, canMap, type PageAdvice } from '../native.js';
+import { PageCache, type PrefetchOptions, type TensorSelection } from './page-cache.js';
 import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
@@ -107,6 +108,51 @@ export class GgufFile implements Disposable {
   /** Whether tensor bytes and views are views of the file's memory (mmap and memory modes) rather than copies. */
   get zeroCopy(): boolean {
     return this.source.zeroCopy;
+  }
+
+  private cache: PageCache | undefined;
+  private get pages(): PageCache {
+    this.cache ??= new PageCache(this.source, (name) => this.tensor(name));
+    return this.cache;
+  }
+
+  /**
+   * How much of the file (or of these tensors) is in memory now, in bytes (mincore): for
+   * readiness checks. NOT_MAPPED for a file opened in read mode or from memory.
+   */
+  residency(tensors?: TensorSelection): { resident: number; total: number } {
+    return this.pages.residency(tensors);
+  }
+
+  /**
+   * Tells the kernel how the file (or these tensors) will be read (madvise): 'random' turns
+   * read-ahead off (one cold row costs one page, not megabytes), 'sequential' reads further
+   * ahead, 'willneed' starts reading now, 'dontneed' lets this process's pages go (they are read
+   * again when touched; writes made into views are lost), 'normal' undoes the others.
+   */
+  advise(advice: PageAdvice, tensors?: TensorSelection): void {
+    this.pages.advise(advice, tensors);
+  }
+
+  /**
+   * Keeps the file (or these tensors) resident (mlock) until unlock() or close(). Needs enough
+   * RLIMIT_MEMLOCK (`ulimit -l`) or CAP_IPC_LOCK: otherwise a Node-style EPERM/ENOMEM error.
+   */
+  lock(tensors?: TensorSelection): void {
+    this.pages.lock(tensors);
+  }
+
+  unlock(tensors?: TensorSelection): void {
+    this.pages.unlock(tensors);
+  }
+
+  /**
+   * Brings the file (or these tensors) into memory off the event loop, in 32 MiB slices on a
+   * libuv thread (MADV_POPULATE_READ, else a read per page), with progress in bytes and an
+   * AbortSignal checked between slices. Resolves with the bytes brought in.
+   */
+  prefetch(options: PrefetchOptions = {}): Promise<{ bytes: number }> {
+    return this.pages.prefetch(options);
   }
 
   /**

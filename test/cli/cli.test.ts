@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, openGguf } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
+import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { tempDir } from '../helpers/tmp.js';
 
 // The CLI is tested as users run it: the compiled dist/lib/cli/cli.js (npm test builds it first).
@@ -233,5 +234,18 @@ describe('the CLI reads what the file says, and writes nothing it should not', (
     expect(cli('dequant', file, 't', '--out', out).status).toBe(0);
     expect([...new Float32Array(new Uint8Array(readFileSync(out)).buffer)]).toEqual([1, 2, 3, 4]);
     expect(readdirSync(dir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+  });
+});
+
+describe.skipIf(READ_MODE)(mmapOnly('gguf-mmap warm, and residency in inspect'), () => {
+  it('warm brings the file in and says how much is resident; inspect shows it', () => {
+    const dir = tempDir();
+    const file = join(dir, 'warm.gguf');
+    writeFileSync(file, encodeGguf({ tensors: [{ name: 't', type: 'F32', shape: [262144], data: new Uint8Array(1 << 20).fill(1) }] }));
+    const r = cli('warm', file);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^warmed 1\.00 MiB in \d+ ms \(\d+ MB\/s\); 1\.00 MiB of 1\.00 MiB resident\n$/);
+    expect(cli('inspect', file).stdout).toMatch(/resident {3}1\.00 MiB of 1\.00 MiB in memory \(100%\)/);
+    expect(cli('warm').status).toBe(1);
   });
 });

@@ -1,0 +1,95 @@
+import { GgufError } from '../errors.js';
+import type { PageAdvice } from '../native.js';
+import type { GgufTensor } from './tensor.js';
+import { MappedSource, type ByteSource } from './source.js';
+
+/** Which bytes of a file: every byte (undefined), or those of the named tensors. */
+export type TensorSelection = ReadonlyArray<GgufTensor | string>;
+
+export interface PrefetchOptions {
+  /** Only these tensors' bytes (default: the whole file). */
+  tensors?: TensorSelection;
+  /** Called after each slice with the bytes brought in so far and the total. */
+  onProgress?: (done: number, total: number) => void;
+  /** Stops between slices; the promise then rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+// Prefetch works in slices of this many bytes: progress and abort between them.
+const PREFETCH_SLICE = 32 << 20;
+const ADVICE: readonly PageAdvice[] = ['normal', 'random', 'sequential', 'willneed', 'dontneed'];
+
+interface Range {
+  offset: number;
+  length: number;
+}
+
+/** The page cache of a mapped file: residency, advice, locking and prefetching of byte ranges. */
+export class PageCache {
+  constructor(
+    private readonly source: ByteSource,
+    private readonly tensorNamed: (name: string) => GgufTensor | undefined,
+  ) {}
+
+  residency(tensors?: TensorSelection): { resident: number; total: number } {
+    const mapped = this.mapped();
+    let resident = 0;
+    let total = 0;
+    for (const r of this.ranges(tensors)) {
+      resident += mapped.residency(r.offset, r.length);
+      total += r.length;
+    }
+    return { resident, total };
+  }
+
+  advise(advice: PageAdvice, tensors?: TensorSelection): void {
+    if (!ADVICE.includes(advice)) throw new TypeError(`advise: advice is one of ${ADVICE.join(', ')}, not '${String(advice)}'`);
+    const mapped = this.mapped();
+    for (const r of this.ranges(tensors)) mapped.advise(r.offset, r.length, advice);
+  }
+
+  lock(tensors?: TensorSelection): void {
+    const mapped = this.mapped();
+    for (const r of this.ranges(tensors)) mapped.lock(r.offset, r.length);
+  }
+
+  unlock(tensors?: TensorSelection): void {
+    const mapped = this.mapped();
+    for (const r of this.ranges(tensors)) mapped.unlock(r.offset, r.length);
+  }
+
+  async prefetch(options: PrefetchOptions = {}): Promise<{ bytes: number }> {
+    const mapped = this.mapped();
+    const ranges = this.ranges(options.tensors);
+    const total = ranges.reduce((sum, r) => sum + r.length, 0);
+    let done = 0;
+    for (const r of ranges) {
+      for (let at = 0; at < r.length; at += PREFETCH_SLICE) {
+        options.signal?.throwIfAborted();
+        const length = Math.min(PREFETCH_SLICE, r.length - at);
+        await mapped.prefetch(r.offset + at, length);
+        done += length;
+        options.onProgress?.(done, total);
+      }
+    }
+    options.signal?.throwIfAborted();
+    return { bytes: done };
+  }
+
+  private mapped(): MappedSource {
+    if (!(this.source instanceof MappedSource)) {
+      throw new GgufError('NOT_MAPPED', "the page cache is controlled for mapped files only (this file was opened in read mode or from memory)", 0);
+    }
+    this.source.check(0);
+    return this.source;
+  }
+
+  private ranges(tensors: TensorSelection | undefined): Range[] {
+    if (tensors === undefined) return [{ offset: 0, length: this.source.size }];
+    return tensors.map((t) => {
+      const tensor = typeof t === 'string' ? this.tensorNamed(t) : t;
+      if (tensor === undefined) throw new TypeError(`no tensor named '${String(t)}'`);
+      return { offset: tensor.fileOffset, length: tensor.nbytes };
+    });
+  }
+}

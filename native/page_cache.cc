@@ -1,0 +1,98 @@
+#include "page_cache.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+namespace gguf_mmap {
+namespace {
+
+size_t PageSize() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+// The page-aligned span that covers [begin, begin + length).
+struct PageSpan {
+  uint8_t* start;
+  size_t length;
+};
+
+PageSpan Pages(const uint8_t* begin, size_t length) {
+  const size_t page = PageSize();
+  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(begin) + length + page - 1) & ~(page - 1);
+  return {reinterpret_cast<uint8_t*>(first), static_cast<size_t>(end - first)};
+}
+
+}  // namespace
+
+int64_t ResidentBytes(const uint8_t* begin, size_t length) {
+  if (length == 0) return 0;
+  const size_t page = PageSize();
+  const PageSpan span = Pages(begin, length);
+  // In slices, so the vector stays small whatever the range (64 MiB of pages per call).
+  const size_t slice_pages = 16384;
+  std::vector<unsigned char> flags(slice_pages);
+  int64_t resident_pages = 0;
+  for (size_t at = 0; at < span.length; at += slice_pages * page) {
+    const size_t bytes = span.length - at < slice_pages * page ? span.length - at : slice_pages * page;
+    if (mincore(span.start + at, bytes, flags.data()) != 0) return -errno;
+    for (size_t i = 0; i < bytes / page; i++) resident_pages += flags[i] & 1;
+  }
+  // Whole pages: the first and last may hold bytes outside the range; count at most its length.
+  const int64_t resident = resident_pages * static_cast<int64_t>(page);
+  return resident < static_cast<int64_t>(length) ? resident : static_cast<int64_t>(length);
+}
+
+int Advise(const uint8_t* begin, size_t length, const char* advice) {
+  int flag;
+  if (std::strcmp(advice, "normal") == 0) flag = MADV_NORMAL;
+  else if (std::strcmp(advice, "random") == 0) flag = MADV_RANDOM;
+  else if (std::strcmp(advice, "sequential") == 0) flag = MADV_SEQUENTIAL;
+  else if (std::strcmp(advice, "willneed") == 0) flag = MADV_WILLNEED;
+  else if (std::strcmp(advice, "dontneed") == 0) flag = MADV_DONTNEED;
+  else return -EINVAL;
+  if (length == 0) return 0;
+  const PageSpan span = Pages(begin, length);
+  return madvise(span.start, span.length, flag) == 0 ? 0 : -errno;
+}
+
+int Lock(const uint8_t* begin, size_t length) {
+  if (length == 0) return 0;
+  const PageSpan span = Pages(begin, length);
+  return mlock(span.start, span.length) == 0 ? 0 : -errno;
+}
+
+int Unlock(const uint8_t* begin, size_t length) {
+  if (length == 0) return 0;
+  const PageSpan span = Pages(begin, length);
+  return munlock(span.start, span.length) == 0 ? 0 : -errno;
+}
+
+int Populate(const uint8_t* begin, size_t length) {
+  if (length == 0) return 0;
+  const PageSpan span = Pages(begin, length);
+#ifdef MADV_POPULATE_READ
+  if (madvise(span.start, span.length, MADV_POPULATE_READ) == 0) return 0;
+  if (errno != EINVAL) return -errno;  // EINVAL: a kernel before 5.14
+#endif
+  // Read-ahead first, then one byte per page, which faults each page in.
+  madvise(span.start, span.length, MADV_WILLNEED);
+  const size_t page = PageSize();
+  volatile uint8_t sink = 0;
+  for (size_t at = 0; at < span.length; at += page) sink = sink + span.start[at];
+  return 0;
+}
+
+int EvictFile(const char* path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  // Dirty pages cannot be dropped: write them back first.
+  fdatasync(fd);
+  const int result = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  return -result;
+}
+
+}  // namespace gguf_mmap
