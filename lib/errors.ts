@@ -40,6 +40,8 @@ export const GGUF_ERROR_CODES = [
   'LIMIT_EXCEEDED',
   'ADDON_UNAVAILABLE',
   'NOT_MAPPED',
+  'SPLIT_PART_MISSING',
+  'SPLIT_MISMATCH',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

@@ -1,7 +1,7 @@
 export { GgufError, GGUF_ERROR_CODES, type GgufErrorCode } from './errors.js';
 export { GGML_TYPES, ggmlTypeById, ggmlTypeByName, type GgmlType, type GgmlTypeName } from './format/ggml-types.js';
 export { GGUF_VALUE_TYPES, type GgufValueType } from './format/value-types.js';
-export { GgufFile, openGguf, parseGguf, type OpenMode, type OpenOptions } from './file/gguf-file.js';
+export { GgufFile, openGguf, parseGguf, type GgufPart, type OpenMode, type OpenOptions } from './file/gguf-file.js';
 export type { ParseLimits } from './format/parse.js';
 export type { VerifyOptions } from './file/verify.js';
 export { GgufMetadata, GgufArray, type GgufValue, type GgufNumericArray, type GgufEntryInfo } from './file/metadata.js';
@@ -9,6 +9,7 @@ export { GgufTensor, type TensorView } from './file/tensor.js';
 export type { GgufBlock, Q4KBlock, Q6KBlock } from './format/blocks.js';
 export type { GgufScalar } from './format/parse.js';
 export { f16ToF32 } from './format/f16.js';
+export { writeGgufSplit, type SplitOptions } from './format/write-split.js';
 export { encodeGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteValue, type GgufWriteTensor } from './format/writer.js';
 export { liveMappings, evictFromPageCache, type PageAdvice } from './native.js';
 export type { PrefetchOptions, TensorSelection } from './file/page-cache.js';

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The linux-arm64 prebuilt binary, cross-compiled with Debian's g++-aarch64-linux-gnu into
 # prebuilds/linux-arm64/ (in a scratch copy, so build/Release keeps this machine's build).
-# Without the cross compiler it says so and does nothing: the package then has x64 only.
+# Without the cross compiler it fails (a package packed there would lack arm64), unless
+# GGUF_MMAP_SKIP_ARM64=1 says an x64-only package is meant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v aarch64-linux-gnu-g++ >/dev/null; then
-  echo "prebuild-arm64: no aarch64-linux-gnu-g++ (apt-get install g++-aarch64-linux-gnu): no linux-arm64 binary"
-  exit 0
+  if [ "${GGUF_MMAP_SKIP_ARM64:-}" = 1 ]; then
+    echo "prebuild-arm64: skipped (GGUF_MMAP_SKIP_ARM64=1): the package has no linux-arm64 binary"
+    exit 0
+  fi
+  echo "prebuild-arm64: no aarch64-linux-gnu-g++ (apt-get install g++-aarch64-linux-gnu), or set GGUF_MMAP_SKIP_ARM64=1" >&2
+  exit 1
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

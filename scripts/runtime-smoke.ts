@@ -131,16 +131,16 @@ await check('worker threads open the same file at once', async () => {
   const script = join(tmp, 'worker.mjs');
   writeFileSync(script, `import { parentPort } from 'node:worker_threads'; import { openGguf } from ${JSON.stringify(libUrl)};
     const g = openGguf(${JSON.stringify(small)}); parentPort.postMessage(g.tensor('b').f32()[1023]); g.close();`);
+  // Each worker closes its file and ends by itself: waited for, so no file is left for the next check.
   const values = await Promise.all(
     [0, 1, 2, 3].map(
       () =>
         new Promise<number>((done, fail) => {
           const w = new Worker(script);
-          w.once('message', (v: number) => {
-            done(v);
-            void w.terminate();
-          });
+          let value = NaN;
+          w.once('message', (v: number) => (value = v));
           w.once('error', fail);
+          w.once('exit', () => done(value));
         }),
     ),
   );

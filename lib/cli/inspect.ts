@@ -53,9 +53,13 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
     flush();
     write(']}');
   }
-  write('},"tensors":[');
+  write('}');
+  const split = g.parts.length > 1;
+  // A split model: its parts, and each tensor's part (its offset stays relative to that part).
+  if (split) write(`,"parts":${JSON.stringify(g.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
+  write(',"tensors":[');
   g.tensors.forEach((t, i) => {
-    const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes };
+    const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes, ...(split ? { part: t.part } : {}) };
     const hash = options.sha256 ? { sha256: createHash('sha256').update(t.bytes).digest('hex') } : {};
     write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
   });
@@ -95,6 +99,11 @@ export function inspectText(g: GgufFile, path: string): string {
     lines.push(`  ${printable(key).padEnd(keyWidth)}  ${type.padEnd(14)} ${shown}`);
   }
   lines.push('');
+  if (g.parts.length > 1) {
+    lines.push(`parts (${g.parts.length}): a split model`);
+    g.parts.forEach((p, i) => lines.push(`  ${String(i + 1).padStart(5)}  ${formatBytes(p.size).padStart(10)}  ${String(p.tensorCount).padStart(6)} tensors  ${printable(p.path ?? '')}`));
+    lines.push('');
+  }
   lines.push(`tensors (${g.tensors.length})`);
   if (g.tensors.length > 0) {
     const nameWidth = widest(g.tensors, (t) => printable(t.name).length, 4);

@@ -9,6 +9,7 @@ import { PageCache, type PrefetchOptions, type TensorSelection } from './page-ca
 import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { GgufTensor } from './tensor.js';
+import { checkSplitSet, splitSetOf } from './split.js';
 import { verifySource, type VerifyOptions } from './verify.js';
 
 /**
@@ -31,6 +32,28 @@ export interface OpenOptions {
   maxWindowBytes?: number;
   /** Bounds on what the header may claim (see README, "Hostile files"); LIMIT_EXCEEDED past them. */
   limits?: ParseLimits;
+  /**
+   * A file named as a part of a split model (`PREFIX-00002-of-00005.gguf`) opens the whole set
+   * (default true); false opens that one file alone.
+   */
+  split?: boolean;
+}
+
+/** One file of a model split into parts (a file not split is its own single part). */
+export interface GgufPart {
+  readonly path: string | undefined;
+  readonly size: number;
+  /** File offset of this part's data section. */
+  readonly dataOffset: number;
+  readonly tensorCount: number;
+}
+
+/** A part's bytes and header, and where its tensors start among all parts' tensors. */
+interface FilePart {
+  readonly path: string | undefined;
+  readonly source: ByteSource;
+  readonly layout: GgufLayout;
+  readonly first: number;
 }
 
 /**
@@ -41,25 +64,39 @@ export class GgufFile implements Disposable {
   readonly version: number;
   readonly endian: 'little' | 'big';
   readonly alignment: number;
-  /** File offset of the data section. For a file with no tensors it may lie past the end. */
+  /** File offset of the (first part's) data section. For a file with no tensors it may lie past the end. */
   readonly dataOffset: number;
+  /** Bytes of the file; of all parts together for a split model. */
   readonly fileSize: number;
+  /** The (first part's) metadata, split.* keys included for a split model. */
   readonly metadata: GgufMetadata;
-  private readonly table: TensorTable;
+  /** The files of the model, in order: one for a file not split. */
+  readonly parts: readonly GgufPart[];
+  private readonly fileParts: readonly FilePart[];
   /** GgufTensor objects, made when first asked for: a header's tensor infos stay compact until then. */
   private readonly made: Array<GgufTensor | undefined> = [];
   private all: readonly GgufTensor[] | undefined;
 
-  constructor(
-    private readonly source: ByteSource,
-    limits: ParseLimits = {},
-  ) {
-    const { view, layout } = readHeader(source, limits);
+  constructor(sources: ByteSource | ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}) {
+    const list = 'head' in sources ? [{ source: sources as ByteSource }] : (sources as ReadonlyArray<{ source: ByteSource; path?: string }>);
+    const headers = list.map(({ source }) => readHeader(source, limits));
+    if (list.length > 1) checkSplitSet(headers.map((h) => h.layout), list.map((p) => p.path ?? '(memory)'));
+    let first = 0;
+    this.fileParts = list.map(({ source, path }, i) => {
+      const part = { path, source, layout: headers[i]!.layout, first };
+      first += part.layout.tensors.count;
+      return part;
+    });
+    this.parts = Object.freeze(
+      this.fileParts.map((p) => Object.freeze({ path: p.path, size: p.layout.fileSize, dataOffset: p.layout.dataOffset, tensorCount: p.layout.tensors.count })),
+    );
+    const { view, layout } = headers[0]!;
+    const source = list[0]!.source;
     this.version = layout.version;
     this.endian = layout.littleEndian ? 'little' : 'big';
     this.alignment = layout.alignment;
     this.dataOffset = layout.dataOffset;
-    this.fileSize = layout.fileSize;
+    this.fileSize = this.fileParts.reduce((sum, p) => sum + p.layout.fileSize, 0);
     this.metadata = new GgufMetadata(layout.kvs, {
       view,
       fileSize: layout.fileSize,
@@ -67,33 +104,43 @@ export class GgufFile implements Disposable {
       wideCounts: layout.version >= 2,
       closed: () => source.closed,
     });
-    this.table = layout.tensors;
   }
 
-  /** Number of tensors, without making their objects. */
+  /** Number of tensors (of all parts), without making their objects. */
   get tensorCount(): number {
-    return this.table.count;
+    const last = this.fileParts.at(-1)!;
+    return last.first + last.layout.tensors.count;
   }
 
-  /** Tensors in file order (every GgufTensor object is made on first use). */
+  /** Tensors in file order, part after part (every GgufTensor object is made on first use). */
   get tensors(): readonly GgufTensor[] {
-    this.all ??= Object.freeze(Array.from({ length: this.table.count }, (_, i) => this.tensorAt(i)));
+    this.all ??= Object.freeze(Array.from({ length: this.tensorCount }, (_, i) => this.tensorAt(i)));
     return this.all;
   }
 
-  /** The tensor with this name, or undefined. */
+  /** The tensor with this name, in whichever part holds it, or undefined. */
   tensor(name: string): GgufTensor | undefined {
-    const i = this.table.find(name);
-    return i < 0 ? undefined : this.tensorAt(i);
+    for (const part of this.fileParts) {
+      const i = part.layout.tensors.find(name);
+      if (i >= 0) return this.tensorAt(part.first + i);
+    }
+    return undefined;
   }
 
   private tensorAt(i: number): GgufTensor {
     let t = this.made[i];
     if (t === undefined) {
-      t = new GgufTensor(this.table.record(i), this.dataOffset, this.source, this.endian === 'little');
+      let index = this.fileParts.length - 1;
+      while (this.fileParts[index]!.first > i) index--;
+      const part = this.fileParts[index]!;
+      t = new GgufTensor(part.layout.tensors.record(i - part.first), part.layout.dataOffset, part.source, part.layout.littleEndian, index);
       this.made[i] = t;
     }
     return t;
+  }
+
+  private get source(): ByteSource {
+    return this.fileParts[0]!.source;
   }
 
   get closed(): boolean {
@@ -112,7 +159,7 @@ export class GgufFile implements Disposable {
 
   private cache: PageCache | undefined;
   private get pages(): PageCache {
-    this.cache ??= new PageCache(this.source, (name) => this.tensor(name));
+    this.cache ??= new PageCache(this.fileParts.map((p) => p.source), (name) => this.tensor(name));
     return this.cache;
   }
 
@@ -162,7 +209,10 @@ export class GgufFile implements Disposable {
    * A file replaced by rename passes: the mapping keeps serving the old file.
    */
   verify(options: VerifyOptions = {}): void {
-    verifySource(this.source, options);
+    if (options.sha256 !== undefined && this.fileParts.length > 1) {
+      throw new TypeError('verify({ sha256 }) checks one file; for a split model, verify each part (openGguf(part, { split: false }))');
+    }
+    for (const part of this.fileParts) verifySource(part.source, options);
   }
 
   /**
@@ -172,7 +222,7 @@ export class GgufFile implements Disposable {
    * garbage. Access through this object throws CLOSED. Calling close() again does nothing.
    */
   close(): void {
-    this.source.close();
+    for (const part of this.fileParts) part.source.close();
   }
 
   [Symbol.dispose](): void {
@@ -228,17 +278,22 @@ function chooseMode(asked: OpenOptions['mode']): OpenMode {
 }
 
 /**
- * Maps the file at `path` (or reads it, see `options.mode`) and parses its header. I/O problems throw the system error (code
- * ENOENT, EISDIR, ...); invalid contents throw a GgufError. The file is let go by close() (or
- * `using`), or once the file and every view of it are garbage.
+ * Maps the file at `path` (or reads it, see `options.mode`) and parses its header. A file named
+ * as a part of a split model opens the whole set (see `options.split`); a list of paths opens
+ * those parts, in order. I/O problems throw the system error (code ENOENT, EISDIR, ...); invalid
+ * contents throw a GgufError. The files are let go by close() (or `using`), or once the file and
+ * every view of it are garbage.
  */
-export function openGguf(path: string | URL | Buffer, options: OpenOptions = {}): GgufFile {
-  const filePath = toFilePath(path);
-  const source = chooseMode(options.mode) === 'mmap' ? new MappedSource(filePath, options.maxWindowBytes) : new ReadSource(filePath);
+export function openGguf(path: string | URL | Buffer | ReadonlyArray<string | URL | Buffer>, options: OpenOptions = {}): GgufFile {
+  const paths = Array.isArray(path) ? path.map(toFilePath) : options.split === false ? [toFilePath(path as string)] : splitSetOf(toFilePath(path as string));
+  if (paths.length === 0) throw new TypeError('openGguf: an empty list of parts');
+  const mode = chooseMode(options.mode);
+  const opened: Array<{ source: ByteSource; path: string }> = [];
   try {
-    return new GgufFile(source, options.limits);
+    for (const p of paths) opened.push({ source: mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes) : new ReadSource(p), path: p });
+    return new GgufFile(opened.length === 1 ? opened[0]!.source : opened, options.limits);
   } catch (error) {
-    source.close();
+    for (const { source } of opened) source.close();
     throw error;
   }
 }

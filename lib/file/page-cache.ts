@@ -20,23 +20,33 @@ const PREFETCH_SLICE = 32 << 20;
 const ADVICE: readonly PageAdvice[] = ['normal', 'random', 'sequential', 'willneed', 'dontneed'];
 
 interface Range {
+  source: ByteSource;
   offset: number;
   length: number;
+}
+
+/** The source as a mapping; NOT_MAPPED for read mode and memory, CLOSED after close(). */
+function mapped(source: ByteSource): MappedSource {
+  if (!(source instanceof MappedSource)) {
+    throw new GgufError('NOT_MAPPED', 'the page cache is controlled for mapped files only (this file was opened in read mode or from memory)', 0);
+  }
+  source.check(0);
+  return source;
 }
 
 /** The page cache of a mapped file: residency, advice, locking and prefetching of byte ranges. */
 export class PageCache {
   constructor(
-    private readonly source: ByteSource,
+    /** The file's sources: one, or one per part of a split model. */
+    private readonly sources: readonly ByteSource[],
     private readonly tensorNamed: (name: string) => GgufTensor | undefined,
   ) {}
 
   residency(tensors?: TensorSelection): { resident: number; total: number } {
-    const mapped = this.mapped();
     let resident = 0;
     let total = 0;
     for (const r of this.ranges(tensors)) {
-      resident += mapped.residency(r.offset, r.length);
+      resident += mapped(r.source).residency(r.offset, r.length);
       total += r.length;
     }
     return { resident, total };
@@ -44,30 +54,27 @@ export class PageCache {
 
   advise(advice: PageAdvice, tensors?: TensorSelection): void {
     if (!ADVICE.includes(advice)) throw new TypeError(`advise: advice is one of ${ADVICE.join(', ')}, not '${String(advice)}'`);
-    const mapped = this.mapped();
-    for (const r of this.ranges(tensors)) mapped.advise(r.offset, r.length, advice);
+    for (const r of this.ranges(tensors)) mapped(r.source).advise(r.offset, r.length, advice);
   }
 
   lock(tensors?: TensorSelection): void {
-    const mapped = this.mapped();
-    for (const r of this.ranges(tensors)) mapped.lock(r.offset, r.length);
+    for (const r of this.ranges(tensors)) mapped(r.source).lock(r.offset, r.length);
   }
 
   unlock(tensors?: TensorSelection): void {
-    const mapped = this.mapped();
-    for (const r of this.ranges(tensors)) mapped.unlock(r.offset, r.length);
+    for (const r of this.ranges(tensors)) mapped(r.source).unlock(r.offset, r.length);
   }
 
   async prefetch(options: PrefetchOptions = {}): Promise<{ bytes: number }> {
-    const mapped = this.mapped();
     const ranges = this.ranges(options.tensors);
+    for (const r of ranges) mapped(r.source);
     const total = ranges.reduce((sum, r) => sum + r.length, 0);
     let done = 0;
     for (const r of ranges) {
       for (let at = 0; at < r.length; at += PREFETCH_SLICE) {
         options.signal?.throwIfAborted();
         const length = Math.min(PREFETCH_SLICE, r.length - at);
-        await mapped.prefetch(r.offset + at, length);
+        await mapped(r.source).prefetch(r.offset + at, length);
         done += length;
         options.onProgress?.(done, total);
       }
@@ -76,20 +83,12 @@ export class PageCache {
     return { bytes: done };
   }
 
-  private mapped(): MappedSource {
-    if (!(this.source instanceof MappedSource)) {
-      throw new GgufError('NOT_MAPPED', "the page cache is controlled for mapped files only (this file was opened in read mode or from memory)", 0);
-    }
-    this.source.check(0);
-    return this.source;
-  }
-
   private ranges(tensors: TensorSelection | undefined): Range[] {
-    if (tensors === undefined) return [{ offset: 0, length: this.source.size }];
+    if (tensors === undefined) return this.sources.map((source) => ({ source, offset: 0, length: source.size }));
     return tensors.map((t) => {
       const tensor = typeof t === 'string' ? this.tensorNamed(t) : t;
       if (tensor === undefined) throw new TypeError(`no tensor named '${String(t)}'`);
-      return { offset: tensor.fileOffset, length: tensor.nbytes };
+      return { source: this.sources[tensor.part]!, offset: tensor.fileOffset, length: tensor.nbytes };
     });
   }
 }

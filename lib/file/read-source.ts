@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import type { FileIdentity } from '../native.js';
@@ -6,6 +7,20 @@ import type { ByteSource, Located, MappedOrigin } from './source.js';
 // The header is read in a prefix of this many bytes, grown when a header is longer.
 const HEAD_BYTES = 4 << 20;
 const READ_PIECE = 1 << 30;
+/**
+ * The most header read mode reads: a hostile header (one long string, say) costs its size in
+ * memory here, not only address space as in mmap mode. Real headers are a few MiB.
+ */
+export const MAX_READ_HEADER = 256 << 20;
+
+// A file never closed is closed when it is garbage, as a mapping is let go.
+const unclosed = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+});
 
 function identityOf(fd: number): FileIdentity {
   const st = fstatSync(fd, { bigint: true });
@@ -38,6 +53,7 @@ export class ReadSource implements ByteSource {
       closeSync(this.fd);
       throw error;
     }
+    unclosed.register(this, this.fd, this);
   }
 
   get closed(): boolean {
@@ -53,19 +69,23 @@ export class ReadSource implements ByteSource {
   }
 
   head(minLength = HEAD_BYTES): DataView | undefined {
-    const length = Math.min(this.size, Math.max(minLength, HEAD_BYTES));
+    const length = Math.min(this.size, Math.max(minLength, HEAD_BYTES), MAX_READ_HEADER);
     if (this.headBytes !== undefined && length <= this.headBytes.length) return undefined;
     this.headBytes = this.read(0, length);
     return new DataView(this.headBytes.buffer, this.headBytes.byteOffset, this.headBytes.byteLength);
   }
 
   locate(offset: number, length: number): Located {
+    if (length > bufferConstants.MAX_LENGTH) {
+      throw new GgufError('TENSOR_TOO_LARGE', `${length} bytes do not fit in one ArrayBuffer (at most ${bufferConstants.MAX_LENGTH} bytes)`, offset);
+    }
     const bytes = this.read(offset, length);
     return { buffer: bytes.buffer as ArrayBuffer, byteOffset: bytes.byteOffset };
   }
 
   close(): void {
     if (this.fd < 0) return;
+    unclosed.unregister(this);
     closeSync(this.fd);
     this.fd = -1;
   }

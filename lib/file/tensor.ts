@@ -50,9 +50,9 @@ export class GgufTensor {
   readonly shape: readonly number[];
   readonly nelements: number;
   readonly nbytes: number;
-  /** Offset of the tensor's bytes within the data section. */
+  /** Offset of the tensor's bytes within the data section (of its part, for a split model). */
   readonly offset: number;
-  /** Offset of the tensor's bytes within the file. */
+  /** Offset of the tensor's bytes within the file (its part's file, for a split model). */
   readonly fileOffset: number;
   private cachedBytes: Uint8Array | undefined;
 
@@ -61,6 +61,8 @@ export class GgufTensor {
     dataOffset: number,
     private readonly source: ByteSource,
     private readonly littleEndian: boolean,
+    /** Which part of a split model holds the tensor (0 for a file not split). */
+    readonly part = 0,
   ) {
     this.name = record.name;
     this.ggmlType = record.type;
@@ -75,10 +77,13 @@ export class GgufTensor {
 
   /**
    * The tensor's bytes as stored: a view of the file's memory, never a copy (in read mode, a copy
-   * read from the file once and kept).
+   * read from the file at each call).
    */
   get bytes(): Uint8Array {
     this.source.check(this.fileOffset);
+    // A view of the mapping is kept (it costs nothing); a read-mode copy is not, so going through
+    // every tensor does not keep a second copy of the model.
+    if (!this.source.zeroCopy) return this.rangeBytes(0, this.nbytes);
     if (this.cachedBytes === undefined) this.cachedBytes = this.rangeBytes(0, this.nbytes);
     return this.cachedBytes;
   }

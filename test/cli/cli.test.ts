@@ -249,3 +249,20 @@ describe.skipIf(READ_MODE)(mmapOnly('gguf-mmap warm, and residency in inspect'),
     expect(cli('warm').status).toBe(1);
   });
 });
+
+describe.skipIf(SKIP_SHARED)('the CLI on a split model', () => {
+  it('inspect on any part shows the whole model with a parts table; --json adds parts and each tensor part; dequant works across parts', () => {
+    const part = sharedPath('fixtures/split/tiny-llama-odd-q4_k_m-00003-of-00004.gguf');
+    const text = cli('inspect', part);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout).toContain('parts (4): a split model');
+    expect(text.stdout).toContain('21 tensors');
+    const json = JSON.parse(cli('inspect', part, '--json').stdout) as { parts: { tensorCount: number }[]; tensors: { part: number; offset: number }[] };
+    expect(json.parts.map((p) => p.tensorCount)).toEqual([0, 9, 9, 3]);
+    expect(json.tensors.map((t) => t.part)).toEqual([...Array(9).fill(1), ...Array(9).fill(2), ...Array(3).fill(3)]);
+    expect(json.tensors[9]!.offset).toBe(0); // relative to its own part
+    const d = cli('dequant', part, 'output.weight');
+    expect(d.status, d.stderr).toBe(0);
+    expect(d.stdout).toContain('43520 values');
+  });
+});

@@ -1,6 +1,6 @@
 // Where files cannot be mapped (no addon for the platform, not built, or a runtime that refuses
 // ArrayBuffers over external memory, as Electron does) the library reads them instead.
-import { truncateSync } from 'node:fs';
+import { truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -92,5 +92,45 @@ describe('read mode', () => {
     `);
     expect(r.status, r.stderr).toBe(0);
     expect(r.result).toEqual({ mode: 'read', mmap: 'ADDON_UNAVAILABLE', same: true, n: 32 * 4096 });
+  });
+});
+
+describe('read mode bounds', () => {
+  it('a file never closed gives its descriptor back once it is garbage (child process)', () => {
+    const r = runChild(
+      `
+      import { readdirSync } from 'node:fs';
+      import { openGguf } from ${JSON.stringify(DIST_INDEX)};
+      const fds = () => readdirSync('/proc/self/fd').length;
+      const before = fds();
+      for (let i = 0; i < 300; i++) openGguf(${JSON.stringify(file)}, { mode: 'read' }).tensor('f').f32();
+      const open = fds() - before;
+      for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
+      console.log(JSON.stringify({ open, left: fds() - before }));
+    `,
+      ['--expose-gc'],
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const { open, left } = r.result as { open: number; left: number };
+    expect(open).toBeGreaterThanOrEqual(250);
+    expect(left).toBeLessThan(10);
+  });
+
+  it('a header longer than read mode reads (256 MiB) is HEADER_TOO_LARGE, not the whole file in memory', () => {
+    // One string key of 300 MiB, the rest a hole: cheap on disk, a lot to read.
+    const path = join(dir, 'long-header.gguf');
+    const length = 300 << 20;
+    const head = new Uint8Array(24 + 8 + 1 + 4 + 8);
+    const v = new DataView(head.buffer);
+    head.set([0x47, 0x47, 0x55, 0x46]);
+    v.setUint32(4, 3, true);
+    v.setBigUint64(16, 1n, true); // one key, no tensors
+    v.setBigUint64(24, 1n, true);
+    head[32] = 0x6b; // key "k"
+    v.setUint32(33, 8, true); // STRING
+    v.setBigUint64(37, BigInt(length), true);
+    writeFileSync(path, head);
+    truncateSync(path, head.length + length);
+    expect(() => openGguf(path, { mode: 'read' })).toThrow(expect.objectContaining({ code: 'HEADER_TOO_LARGE' }));
   });
 });

@@ -1,0 +1,61 @@
+import { existsSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { GgufError } from '../errors.js';
+import type { GgufLayout, KvRecord } from '../format/parse.js';
+import { splitPartName } from '../format/write-split.js';
+
+// llama.cpp's split convention (llama-gguf-split, and the converter's --split-max-size):
+// PREFIX-%05d-of-%05d.gguf, numbered from 1; in every part, split.no (from 0), split.count (the
+// number of parts) and split.tensors.count (the tensors of all parts together).
+const PART_NAME = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
+
+
+/**
+ * Every part of the split set `path` belongs to, in order, if its name follows the convention;
+ * else just `path`. A part that is absent is SPLIT_PART_MISSING.
+ */
+export function splitSetOf(path: string): string[] {
+  const m = PART_NAME.exec(basename(path));
+  if (m === null) return [path];
+  const count = Number(m[3]);
+  if (count < 1 || Number(m[2]) < 1 || Number(m[2]) > count) return [path];
+  const parts = Array.from({ length: count }, (_, i) => join(dirname(path), splitPartName(m[1]!, i + 1, count)));
+  const missing = parts.find((p) => !existsSync(p));
+  if (missing !== undefined) throw new GgufError('SPLIT_PART_MISSING', `part '${missing}' of the split model '${path}' is missing`, 0);
+  return parts;
+}
+
+function kvOf(layout: GgufLayout, key: string): KvRecord | undefined {
+  return layout.kvs.find((kv) => kv.key === key);
+}
+
+/**
+ * Checks that `layouts` (the parts' headers, in order) are one model as the convention says:
+ * every part's split.count is the number of parts and its split.no its position; the first
+ * part's split.tensors.count is the number of tensors in all of them; no tensor is in two parts.
+ * Each failure is SPLIT_MISMATCH naming the file.
+ */
+export function checkSplitSet(layouts: readonly GgufLayout[], paths: readonly string[]): void {
+  const mismatch = (i: number, why: string, offset: number) => new GgufError('SPLIT_MISMATCH', `'${paths[i]}': ${why}`, offset);
+  layouts.forEach((layout, i) => {
+    const no = kvOf(layout, 'split.no');
+    const count = kvOf(layout, 'split.count');
+    if (count === undefined || typeof count.value !== 'number') throw mismatch(i, 'has no split.count: not a part of a split model', 0);
+    if (count.value !== layouts.length) throw mismatch(i, `split.count is ${count.value}, but the set has ${layouts.length} parts`, count.offset);
+    if (no === undefined || no.value !== i) {
+      throw mismatch(i, `split.no is ${String(no?.value)}, but it is part ${i + 1} of ${layouts.length} (split.no counts from 0)`, no?.offset ?? 0);
+    }
+  });
+  const total = kvOf(layouts[0]!, 'split.tensors.count');
+  const tensors = layouts.reduce((sum, l) => sum + l.tensors.count, 0);
+  if (total === undefined || total.value !== tensors) {
+    throw mismatch(0, `split.tensors.count is ${String(total?.value)}, but the parts hold ${tensors} tensors`, total?.offset ?? 0);
+  }
+  layouts.forEach((layout, i) => {
+    for (let k = 0; k < layout.tensors.count; k++) {
+      const name = layout.tensors.name(k);
+      const earlier = layouts.findIndex((other, j) => j < i && other.tensors.find(name) >= 0);
+      if (earlier >= 0) throw mismatch(i, `tensor '${name}' is also in part ${earlier + 1}`, layout.tensors.infoOffset(k));
+    }
+  });
+}
