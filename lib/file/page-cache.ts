@@ -1,5 +1,5 @@
 import { GgufError } from '../errors.js';
-import type { PageAdvice } from '../native.js';
+import type { NativeMapping, PageAdvice } from '../native.js';
 import type { GgufTensor } from './tensor.js';
 import { MappedSource, type ByteSource } from './source.js';
 
@@ -25,13 +25,12 @@ interface Range {
   length: number;
 }
 
-/** The source as a mapping; NOT_MAPPED for read mode and memory, CLOSED after close(). */
-function mapped(source: ByteSource): MappedSource {
+/** The source's mapping; NOT_MAPPED for read mode and memory, CLOSED after close(). */
+function mapped(source: ByteSource): NativeMapping {
   if (!(source instanceof MappedSource)) {
     throw new GgufError('NOT_MAPPED', 'the page cache is controlled for mapped files only (this file was opened in read mode or from memory)', 0);
   }
-  source.check(0);
-  return source;
+  return source.pages();
 }
 
 /** The page cache of a mapped file: residency, advice, locking and prefetching of byte ranges. */

@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { GgufError } from '../errors.js';
-import { mapFile, type FileIdentity, type NativeMapping, type PageAdvice } from '../native.js';
+import { mapFile, type FileIdentity, type NativeMapping } from '../native.js';
 
 /** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
 export interface Located {
@@ -175,26 +175,10 @@ export class MappedSource implements ByteSource {
     return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
   }
 
-  /** Bytes of [offset, offset + length) resident in memory. */
-  residency(offset: number, length: number): number {
-    this.check(offset);
-    return this.mapping.residency(offset, length);
-  }
-  advise(offset: number, length: number, advice: PageAdvice): void {
-    this.check(offset);
-    this.mapping.advise(offset, length, advice);
-  }
-  lock(offset: number, length: number): void {
-    this.check(offset);
-    this.mapping.lock(offset, length);
-  }
-  unlock(offset: number, length: number): void {
-    this.check(offset);
-    this.mapping.unlock(offset, length);
-  }
-  prefetch(offset: number, length: number): Promise<void> {
-    this.check(offset);
-    return this.mapping.prefetch(offset, length);
+  /** The mapping itself, for page-cache calls (page-cache.ts); CLOSED or FILE_CHANGED first. */
+  pages(): NativeMapping {
+    this.check(0);
+    return this.mapping;
   }
 
   close(): void {
