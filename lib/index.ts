@@ -4,6 +4,7 @@ export { GGUF_VALUE_TYPES, type GgufValueType } from './format/value-types.js';
 export { GgufFile, openGguf, parseGguf, type GgufPart, type OpenMode, type OpenOptions } from './file/gguf-file.js';
 export type { ParseLimits } from './format/parse.js';
 export type { VerifyOptions } from './file/verify.js';
+export type { ModelSummary, TypeSummary } from './file/summary.js';
 export { GgufMetadata, GgufArray, type GgufValue, type GgufNumericArray, type GgufEntryInfo } from './file/metadata.js';
 export { GgufTensor, type TensorView } from './file/tensor.js';
 export type { GgufBlock, Q4KBlock, Q6KBlock } from './format/blocks.js';

@@ -57,6 +57,7 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
   const split = g.parts.length > 1;
   // A split model: its parts, and each tensor's part (its offset stays relative to that part).
   if (split) write(`,"parts":${JSON.stringify(g.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
+  write(`,"summary":${JSON.stringify(g.summary())}`);
   write(',"tensors":[');
   g.tensors.forEach((t, i) => {
     const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes, ...(split ? { part: t.part } : {}) };
@@ -86,6 +87,19 @@ export function inspectText(g: GgufFile, path: string): string {
     lines.push(`resident   ${formatBytes(resident)} of ${formatBytes(total)} in memory (${total === 0 ? 100 : Math.floor((resident / total) * 100)}%)`);
   }
   lines.push(`format     GGUF v${g.version}, ${g.endian}-endian, alignment ${g.alignment}, data at byte ${g.dataOffset}`);
+  const summary = g.summary();
+  if (summary.architecture !== undefined) {
+    const name = summary.name === undefined ? '' : ` '${printable(summary.name)}'`;
+    lines.push(`model      ${printable(summary.architecture)}${name}, ${formatCount(summary.parameters)} parameters, ${summary.bitsPerWeight.toFixed(2)} bits per weight`);
+    // As the metadata section shows them (a FLOAT32 as its shortest decimal).
+    const hyper = Object.keys(summary.hyperparameters).map((k) => {
+      const key = `${summary.architecture}.${k}`;
+      const info = g.metadata.info(key)!;
+      const shown = info.arrayType === undefined ? formatScalar(g.metadata.get(key)!, info.type) : formatArray(g.metadata.array(key)!, info.arrayType, info.length!);
+      return `${printable(k)} ${shown}`;
+    });
+    if (hyper.length > 0) lines.push(`hyper      ${hyper.join(', ')}`);
+  }
   lines.push('');
   lines.push(`metadata (${g.metadata.size})`);
   const keyWidth = widest(g.metadata.keys(), (k) => printable(k).length, 0);
@@ -112,21 +126,10 @@ export function inspectText(g: GgufFile, path: string): string {
       lines.push(`  ${printable(t.name).padEnd(nameWidth)}  ${t.type.padEnd(8)} ${`[${t.shape.join(', ')}]`.padEnd(20)} ${formatBytes(t.nbytes).padStart(10)}  ${t.offset}`);
     }
   }
-  const byType = new Map<string, { count: number; bytes: number }>();
-  let elements = 0;
-  let bytes = 0;
-  for (const t of g.tensors) {
-    const entry = byType.get(t.type) ?? { count: 0, bytes: 0 };
-    entry.count++;
-    entry.bytes += t.nbytes;
-    byType.set(t.type, entry);
-    elements += t.nelements;
-    bytes += t.nbytes;
-  }
   lines.push('');
-  lines.push(`total      ${g.tensors.length} tensors, ${elements.toLocaleString('en-US')} elements, ${formatBytes(bytes)}`);
-  if (byType.size > 0) {
-    lines.push(`by type    ${[...byType].map(([type, e]) => `${type} x${e.count} (${formatBytes(e.bytes)})`).join(', ')}`);
+  lines.push(`total      ${summary.byType.reduce((n, t) => n + t.tensors, 0)} tensors, ${summary.parameters.toLocaleString('en-US')} parameters, ${formatBytes(summary.bytes)}, ${summary.bitsPerWeight.toFixed(2)} bits per weight`);
+  if (summary.byType.length > 0) {
+    lines.push(`by type    ${summary.byType.map((t) => `${t.type} x${t.tensors} (${formatBytes(t.bytes)}, ${t.bitsPerWeight.toFixed(2)} bpw)`).join(', ')}`);
   }
   return lines.join('\n') + '\n';
 }
@@ -158,6 +161,13 @@ function formatArray(array: { at(i: number): GgufValue | undefined }, type: stri
   if (type === 'ARRAY') return `[${length} arrays]`;
   const head = Array.from({ length: Math.min(length, SHOWN_ELEMENTS) }, (_, i) => formatScalar(array.at(i)!, type));
   return `[${head.join(', ')}${length > SHOWN_ELEMENTS ? `, ... ${length - SHOWN_ELEMENTS} more` : ''}]`;
+}
+
+/** 1.10 B, 68.5 M, 4,096. */
+function formatCount(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} M`;
+  return n.toLocaleString('en-US');
 }
 
 export function formatBytes(n: number): string {

@@ -1,3 +1,4 @@
+import { summarize, type ModelSummary } from './summary.js';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GgufMetadata } from './metadata.js';
@@ -104,6 +105,16 @@ export class GgufFile implements Disposable {
       wideCounts: layout.version >= 2,
       closed: () => source.closed,
     });
+  }
+
+  private summaryMade: ModelSummary | undefined;
+  /**
+   * Architecture, parameter count, bytes and bits per weight by tensor type, the architecture's
+   * hyperparameters as numbers; across every part of a split model. From the header alone.
+   */
+  summary(): ModelSummary {
+    this.summaryMade ??= summarize(this.metadata, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
+    return this.summaryMade;
   }
 
   /** Number of tensors (of all parts), without making their objects. */

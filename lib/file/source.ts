@@ -88,17 +88,27 @@ const MIN_WINDOW = 64 * 1024;
  * window over the whole model at open would make every open pay for a mark-compact.
  */
 const HEAD_BYTES = 4 << 20;
+/**
+ * Shared windows are this long. V8 counts each new ArrayBuffer's length as external memory: 64 MiB
+ * of them since the last full GC starts an incremental one, and half the old generation's limit
+ * (about 2 GiB) forces a full, memory-reducing mark-compact at once, which took 100-400 ms per
+ * window with a 360 MiB heap when windows spanned whole files. Small windows keep the first read
+ * of a tensor clear of both; Node-API offers no ArrayBuffer V8 leaves uncounted (README: Memory).
+ */
+const GRID_WINDOW = 4 << 20;
 
 /**
- * A file mapped by the addon. One ArrayBuffer cannot exceed buffer.constants.MAX_LENGTH (4 GiB on
- * Node 20), so tensors are seen through windows, created when first needed: a grid of windows of `windowSize` bytes,
- * each starting half a window after the previous one, so that any range up to half a window lies
- * wholly inside one of them; a longer range gets a window of exactly its own bytes.
+ * A file mapped by the addon, seen through windows (ArrayBuffers over parts of the mapping) created
+ * when first needed: a grid of windows of `windowSize` bytes, each starting half a window after the
+ * previous one, so that any range up to half a window lies wholly inside one of them; a longer
+ * range gets a window of exactly its own bytes, up to `maxRange` (buffer.constants.MAX_LENGTH, 4
+ * GiB on Node 20, or `maxWindowBytes`).
  */
 export class MappedSource implements ByteSource {
   readonly size: number;
   readonly zeroCopy = true;
   readonly windowSize: number;
+  readonly maxRange: number;
   private readonly stride: number;
   private readonly mapping: NativeMapping;
   /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
@@ -115,7 +125,9 @@ export class MappedSource implements ByteSource {
     this.mapping = mapFile(path, limit);
     this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
-    this.windowSize = this.size <= limit ? this.size : Math.floor(limit / PAGE) * PAGE;
+    const pages = (n: number) => (this.size <= n ? this.size : Math.floor(n / PAGE) * PAGE);
+    this.maxRange = pages(limit);
+    this.windowSize = pages(Math.min(limit, GRID_WINDOW));
     this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
   }
 
@@ -150,7 +162,7 @@ export class MappedSource implements ByteSource {
   head(minLength = HEAD_BYTES): DataView | undefined {
     // An empty file has nothing mapped: the parser sees zero bytes and reports TRUNCATED.
     if (this.size === 0) return this.headLength++ === 0 ? new DataView(new ArrayBuffer(0)) : undefined;
-    const length = Math.min(this.windowSize, this.size, Math.max(minLength, HEAD_BYTES));
+    const length = Math.min(this.maxRange, Math.max(minLength, HEAD_BYTES));
     if (length <= this.headLength) return undefined; // cannot grow past what we have
     this.windows.delete('head@0');
     this.headLength = length;
@@ -158,15 +170,15 @@ export class MappedSource implements ByteSource {
   }
 
   locate(offset: number, length: number): Located {
-    if (length > this.windowSize) {
+    if (length > this.maxRange) {
       throw new GgufError(
         'TENSOR_TOO_LARGE',
-        `${length} bytes do not fit in one ArrayBuffer window (at most ${this.windowSize} bytes)`,
+        `${length} bytes do not fit in one ArrayBuffer window (at most ${this.maxRange} bytes)`,
         offset,
       );
     }
     // The first grid window that reaches the range's end; it holds the range if it starts by its
-    // start. A file that fits in one window always uses window 0.
+    // start. A file that fits in one grid window always uses window 0.
     const gridStart = Math.max(0, Math.ceil((offset + length - this.windowSize) / this.stride)) * this.stride;
     if (gridStart <= offset) {
       const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));

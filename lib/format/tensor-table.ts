@@ -122,6 +122,15 @@ export class TensorTable {
   infoOffset(i: number): number {
     return this.infoOffsets[i]!;
   }
+  typeId(i: number): number {
+    return this.typeIds[i]!;
+  }
+  /** The number of elements (the product of the dimensions). */
+  elements(i: number): number {
+    let n = 1;
+    for (let d = 0; d < this.dims[i]!; d++) n *= this.ne[i * 4 + d]!;
+    return n;
+  }
 
   /** The index of the tensor named `name`, or -1. */
   find(name: string): number {

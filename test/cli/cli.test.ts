@@ -7,6 +7,7 @@ import { encodeGguf, openGguf } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { tempDir } from '../helpers/tmp.js';
+import { ensureTinyllamaShaped } from '../../scripts/tinyllama-shape.js';
 
 // The CLI is tested as users run it: the compiled dist/lib/cli/cli.js (npm test builds it first).
 const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
@@ -25,6 +26,19 @@ describe('gguf-mmap inspect', () => {
     expect(r.stdout).toContain('general.name');
     expect(r.stdout).toContain('6 tensors');
     expect(r.stderr).toBe('');
+  });
+
+  it('shows the model summary: architecture, parameters, bits per weight, hyperparameters; --json has it whole', () => {
+    const file = ensureTinyllamaShaped(join(tempDir(), 'tinyllama-shaped.gguf'));
+    const r = cli('inspect', file);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("model      llama 'tinyllama_tinyllama-1.1b-chat-v1.0 (shape only)', 1.10 B parameters, 4.85 bits per weight");
+    expect(r.stdout).toMatch(/^hyper .*context_length 2048, embedding_length 2048, block_count 22, .*attention\.layer_norm_rms_epsilon 0\.00001(,|$)/m);
+    expect(r.stdout).toMatch(/^by type    Q4_K x\d+ \(.*, 4\.50 bpw\), Q6_K x\d+ \(.*, 6\.56 bpw\), F32 x45 /m);
+    const json = JSON.parse(cli('inspect', file, '--json').stdout);
+    using g = openGguf(file);
+    expect(json.summary).toEqual(JSON.parse(JSON.stringify(g.summary())));
+    expect(json.summary.parameters).toBe(1_100_048_384);
   });
 
   it('the sample parses with the library and holds the types the summary names', () => {
