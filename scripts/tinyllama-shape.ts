@@ -2,7 +2,9 @@
 // real model is absent: same metadata keys, vocabulary sizes, 201 tensors with the Q4_K_M type mix
 // and the same byte sizes (about 669 MB). Norms hold ones; the quantized tensors are left as holes
 // (zeros), so writing it costs only its header and norms.
+import { randomFillSync } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
+import { ggmlTypeById, ggmlTypeByName } from '../lib/format/ggml-types.js';
 import { layoutGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue } from '../lib/format/writer.js';
 
 export const N_VOCAB = 32000;
@@ -95,5 +97,23 @@ export function ensureTinyllamaShaped(path: string): string {
   const spec = tinyllamaShapedSpec();
   const size = layoutGguf(spec).fileSize;
   if (!existsSync(path) || statSync(path).size !== size) writeGgufFile(path, spec);
+  return path;
+}
+
+/**
+ * The shaped file with every tensor's bytes filled (random bytes, so that each page is really on
+ * disk): what cold-start and memory-sharing benchmarks read. Written unless already there.
+ */
+export function ensureTinyllamaDense(path: string): string {
+  const spec = tinyllamaShapedSpec();
+  const size = layoutGguf(spec).fileSize;
+  if (existsSync(path) && statSync(path).size === size) return path;
+  const tensors = spec.tensors!.map((t) => {
+    if (t.data !== undefined) return t;
+    const elements = t.shape.reduce((a, b) => a * b, 1);
+    const type = (typeof t.type === 'number' ? ggmlTypeById(t.type) : ggmlTypeByName(t.type))!;
+    return { ...t, data: randomFillSync(new Uint8Array((elements / type.blockSize) * type.typeSize)) };
+  });
+  writeGgufFile(path, { ...spec, tensors });
   return path;
 }

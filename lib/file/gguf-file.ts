@@ -26,9 +26,9 @@ export interface OpenOptions {
    */
   mode?: OpenMode | 'auto';
   /**
-   * Largest ArrayBuffer to create over the mapping; defaults to buffer.constants.MAX_LENGTH.
-   * Files larger than this are exposed through several windows (see README, "Large files").
-   * At least 64 KiB.
+   * Largest ArrayBuffer to create over the mapping (a tensor longer than this is TENSOR_TOO_LARGE);
+   * defaults to buffer.constants.MAX_LENGTH. Shared windows are 32 MiB or this, if smaller (see
+   * README, "Large files"). At least 64 KiB.
    */
   maxWindowBytes?: number;
   /** Bounds on what the header may claim (see README, "Hostile files"); LIMIT_EXCEEDED past them. */
@@ -80,7 +80,9 @@ export class GgufFile implements Disposable {
 
   constructor(sources: ByteSource | ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}) {
     const list = 'head' in sources ? [{ source: sources as ByteSource }] : (sources as ReadonlyArray<{ source: ByteSource; path?: string }>);
-    const headers = list.map(({ source }) => readHeader(source, limits));
+    // Parts after the first of a split model hold their split keys and tensor infos only: a small
+    // first window (grown if needed) spares V8 megabytes of new ArrayBuffers per part.
+    const headers = list.map(({ source }, i) => readHeader(source, limits, i === 0 ? undefined : PART_HEAD_BYTES));
     if (list.length > 1) checkSplitSet(headers.map((h) => h.layout), list.map((p) => p.path ?? '(memory)'));
     let first = 0;
     this.fileParts = list.map(({ source, path }, i) => {
@@ -242,8 +244,10 @@ export class GgufFile implements Disposable {
 }
 
 /** Parses the header through the source's head window, growing it while the header runs past. */
-function readHeader(source: ByteSource, limits: ParseLimits): { view: DataView; layout: GgufLayout } {
-  let view = source.head()!;
+const PART_HEAD_BYTES = 64 << 10;
+
+function readHeader(source: ByteSource, limits: ParseLimits, firstLength?: number): { view: DataView; layout: GgufLayout } {
+  let view = source.head(firstLength)!;
   for (;;) {
     try {
       return { view, layout: parseLayout(view, source.size, limits) };

@@ -69,7 +69,7 @@ export class ReadSource implements ByteSource {
   }
 
   head(minLength = HEAD_BYTES): DataView | undefined {
-    const length = Math.min(this.size, Math.max(minLength, HEAD_BYTES), MAX_READ_HEADER);
+    const length = Math.min(this.size, minLength, MAX_READ_HEADER);
     if (this.headBytes !== undefined && length <= this.headBytes.length) return undefined;
     this.headBytes = this.read(0, length);
     return new DataView(this.headBytes.buffer, this.headBytes.byteOffset, this.headBytes.byteLength);

@@ -12,9 +12,9 @@ export interface Located {
 export interface ByteSource {
   readonly size: number;
   /**
-   * The file from offset 0, at least `minLength` bytes of it where the file and the window size
-   * allow; undefined when it cannot be longer than `minLength` asks past. The header must lie
-   * inside it.
+   * The file from offset 0, `minLength` bytes of it (default a few MiB) where the file and the
+   * window size allow; undefined when it cannot be longer than what it gave last. The header must
+   * lie inside it.
    */
   head(minLength?: number): DataView | undefined;
   /** A buffer holding all of [offset, offset + length); the range is inside the file. */
@@ -90,12 +90,14 @@ const MIN_WINDOW = 64 * 1024;
 const HEAD_BYTES = 4 << 20;
 /**
  * Shared windows are this long. V8 counts each new ArrayBuffer's length as external memory: 64 MiB
- * of them since the last full GC starts an incremental one, and half the old generation's limit
- * (about 2 GiB) forces a full, memory-reducing mark-compact at once, which took 100-400 ms per
- * window with a 360 MiB heap when windows spanned whole files. Small windows keep the first read
- * of a tensor clear of both; Node-API offers no ArrayBuffer V8 leaves uncounted (README: Memory).
+ * of them since the last full GC starts an incremental one (and, while it runs, each new buffer
+ * pays a marking step), and half the old generation's limit (about 2 GiB) forces a full
+ * mark-compact at once, which took 100-400 ms per window with a 360 MiB heap when windows spanned
+ * whole files. 32 MiB keeps the first read of a model under the first threshold; smaller windows
+ * made reading a whole model pay more steps (bench/first-access.ts). Node-API offers no
+ * ArrayBuffer V8 leaves uncounted (README: Memory and the garbage collector).
  */
-const GRID_WINDOW = 4 << 20;
+const GRID_WINDOW = 32 << 20;
 
 /**
  * A file mapped by the addon, seen through windows (ArrayBuffers over parts of the mapping) created
@@ -162,7 +164,7 @@ export class MappedSource implements ByteSource {
   head(minLength = HEAD_BYTES): DataView | undefined {
     // An empty file has nothing mapped: the parser sees zero bytes and reports TRUNCATED.
     if (this.size === 0) return this.headLength++ === 0 ? new DataView(new ArrayBuffer(0)) : undefined;
-    const length = Math.min(this.maxRange, Math.max(minLength, HEAD_BYTES));
+    const length = Math.min(this.maxRange, minLength);
     if (length <= this.headLength) return undefined; // cannot grow past what we have
     this.windows.delete('head@0');
     this.headLength = length;

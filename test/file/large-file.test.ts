@@ -86,11 +86,11 @@ describe('files larger than one ArrayBuffer', () => {
     expect(() => big.tensor('w')!.bytes).toThrow(expect.objectContaining({ code: 'TENSOR_TOO_LARGE' }));
   });
 
-  it.skipIf(READ_MODE)(mmapOnly('windows are small: reading a few tensors of a 6 GiB file counts megabytes of ArrayBuffers with V8, not the file'), () => {
+  it.skipIf(READ_MODE)(mmapOnly('windows are small: reading a few tensors of a 6 GiB file counts tens of megabytes of ArrayBuffers with V8, not the file'), () => {
     // V8 schedules garbage collections by the bytes of new ArrayBuffers (process.memoryUsage().external);
     // windows spanning whole files made the first reads of a model stall on full mark-compacts.
     const path = join(dir, 'windows-small.gguf');
-    const big = 48 << 20;
+    const big = 40 << 20;
     writeGgufFile(path, {
       tensors: [
         { name: 'a', type: 'F32', shape: [1024], data: f32(1024, (i) => i) },
@@ -104,8 +104,8 @@ describe('files larger than one ArrayBuffer', () => {
     const before = process.memoryUsage().external;
     using g = openGguf(path);
     expect([g.tensor('a')!.view()[5], g.tensor('b')!.view()[5], g.tensor('c')!.view()[5]]).toEqual([5, -5, 10]);
-    expect(process.memoryUsage().external - before).toBeLessThan(32 << 20);
-    for (const name of ['a', 'b', 'c']) expect(g.tensor(name)!.bytes.buffer.byteLength).toBeLessThanOrEqual(4 << 20);
+    expect(process.memoryUsage().external - before).toBeLessThan(256 << 20);
+    for (const name of ['a', 'b', 'c']) expect(g.tensor(name)!.bytes.buffer.byteLength).toBeLessThanOrEqual(32 << 20);
     // A tensor longer than half a window gets a window of exactly its bytes.
     const whole = g.tensor('big')!.bytes;
     expect([whole.buffer.byteLength, whole.byteOffset]).toEqual([big, 0]);

@@ -101,6 +101,17 @@ describe('split sets written by the writer', () => {
     expect(() => openGguf(bad[0]!)).toThrow(expect.objectContaining({ code: 'SPLIT_MISMATCH' }));
   });
 
+  it('parts whose headers are long (thousands of tensor infos) open whole', () => {
+    // Parts after the first are read through a small first window, grown when their header is longer.
+    const name = (i: number) => `blk.${i}.a_rather_long_tensor_name_for_the_test.weight`;
+    const tensors = Array.from({ length: 3000 }, (_, i) => ({ name: name(i), type: 'F32' as const, shape: [4], data: new Uint8Array(new Float32Array([i, 0, 0, 0]).buffer) }));
+    const paths = writeGgufSplit(join(dir, 'long'), { tensors }, { maxTensors: 1500, noTensorsInFirst: true });
+    using g = openGguf(paths[0]!);
+    expect(g.parts.map((p) => p.tensorCount)).toEqual([0, 1500, 1500]);
+    expect(g.parts[1]!.dataOffset).toBeGreaterThan(64 << 10);
+    expect([g.tensor(name(0))!.f32()[0], g.tensor(name(1499))!.f32()[0], g.tensor(name(2999))!.f32()[0]]).toEqual([0, 1499, 2999]);
+  });
+
   it('a set of parts each over 4 GiB (sparse): tensors across parts read right', () => {
     const big = 4.25 * 2 ** 30;
     const tail = new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer);
