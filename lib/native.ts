@@ -60,7 +60,7 @@ interface Addon {
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number) => NativeDequantJob;
   dequantInfo(): { isa: string; typeIds: number[] };
   forcePortableDequant(portable: boolean): void;
-  setIq4nlValues(values: Int8Array): void;
+  setDequantTable(name: string, bytes: Uint8Array | Int8Array): void;
   externalBuffers(): boolean;
   refuseExternalBuffers(refuse: boolean): void;
 }

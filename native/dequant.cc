@@ -2,6 +2,8 @@
 #include "dequant.h"
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "dequant_common.h"
@@ -10,8 +12,8 @@ namespace gguf_mmap {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the native kernels read little-endian blocks directly");
 
-int8_t g_iq4nl_values[16];
-static std::atomic<bool> iq4nl_ready{false};
+DequantTables g_tables;
+static std::atomic<uint32_t> tables_ready{0};
 static std::atomic<bool> force_portable{false};
 
 const float* HalfTable() {
@@ -26,7 +28,40 @@ const float* HalfTable() {
   return table.data();
 }
 
+const float* Ue4m3HalfTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(256);
+    for (int x = 0; x < 256; x++) {
+      const int exponent = (x >> 3) & 15, mantissa = x & 7;
+      const float raw = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                      : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+      t[x] = (x == 0 || x == 0x7f) ? 0.0f : raw * 0.5f;  // every value is exact in float32
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 namespace {
+
+// The lookup tables by name, where each lives and how long it is; bit i of tables_ready is kTables[i].
+struct TableSlot {
+  const char* name;
+  void* data;
+  size_t length;
+};
+const TableSlot kTables[] = {
+    {"kvalues_iq4nl", g_tables.iq4nl, sizeof g_tables.iq4nl},
+    {"kvalues_fp4", g_tables.fp4, sizeof g_tables.fp4},
+    {"ksigns_iq2xs", g_tables.ksigns_iq2xs, sizeof g_tables.ksigns_iq2xs},
+    {"iq2xxs_grid", g_tables.iq2xxs_grid, sizeof g_tables.iq2xxs_grid},
+    {"iq2xs_grid", g_tables.iq2xs_grid, sizeof g_tables.iq2xs_grid},
+    {"iq2s_grid", g_tables.iq2s_grid, sizeof g_tables.iq2s_grid},
+    {"iq3xxs_grid", g_tables.iq3xxs_grid, sizeof g_tables.iq3xxs_grid},
+    {"iq3s_grid", g_tables.iq3s_grid, sizeof g_tables.iq3s_grid},
+    {"iq1s_grid", g_tables.iq1s_grid, sizeof g_tables.iq1s_grid},
+};
+enum : uint32_t { kIq4nl = 1, kFp4 = 2, kKsigns = 4, kIq2xxs = 8, kIq2xs = 16, kIq2s = 32, kIq3xxs = 64, kIq3s = 128, kIq1s = 256 };
 
 // No AVX-512 set: the AVX2 kernels already write at the memory's speed (about 1.1x
 // Float32Array.fill on a 262 MB output), so wider vectors have nothing left to win.
@@ -57,19 +92,45 @@ DequantFn Pick(DequantFn KernelSet::*slot) {
 
 namespace {
 
-// The types with native kernels: ggml type id, elements and bytes per block, kernel slot.
+// The types with native kernels: ggml type id, elements and bytes per block, kernel slot, the
+// lookup tables it needs. A new type is one row here and one kernel in each KernelSet.
 struct KernelShape {
   int type_id;
   int block_size;
   int type_size;
   DequantFn KernelSet::*slot;
+  uint32_t tables;
 };
 
 constexpr KernelShape kKernelShapes[] = {
-    {1, 1, 2, &KernelSet::f16},        {30, 1, 2, &KernelSet::bf16},
-    {2, 32, 18, &KernelSet::q4_0},     {8, 32, 34, &KernelSet::q8_0},
-    {12, 256, 144, &KernelSet::q4_k},  {13, 256, 176, &KernelSet::q5_k},
-    {14, 256, 210, &KernelSet::q6_k},  {20, 32, 18, &KernelSet::iq4_nl},
+    {1, 1, 2, &KernelSet::f16, 0},
+    {30, 1, 2, &KernelSet::bf16, 0},
+    {2, 32, 18, &KernelSet::q4_0, 0},
+    {3, 32, 20, &KernelSet::q4_1, 0},
+    {6, 32, 22, &KernelSet::q5_0, 0},
+    {7, 32, 24, &KernelSet::q5_1, 0},
+    {8, 32, 34, &KernelSet::q8_0, 0},
+    {41, 128, 18, &KernelSet::q1_0, 0},
+    {42, 64, 18, &KernelSet::q2_0, 0},
+    {39, 32, 17, &KernelSet::mxfp4, kFp4},
+    {40, 64, 36, &KernelSet::nvfp4, kFp4},
+    {10, 256, 84, &KernelSet::q2_k, 0},
+    {11, 256, 110, &KernelSet::q3_k, 0},
+    {12, 256, 144, &KernelSet::q4_k, 0},
+    {13, 256, 176, &KernelSet::q5_k, 0},
+    {14, 256, 210, &KernelSet::q6_k, 0},
+    {15, 256, 292, &KernelSet::q8_k, 0},
+    {16, 256, 66, &KernelSet::iq2_xxs, kIq2xxs | kKsigns},
+    {17, 256, 74, &KernelSet::iq2_xs, kIq2xs | kKsigns},
+    {22, 256, 82, &KernelSet::iq2_s, kIq2s},
+    {18, 256, 98, &KernelSet::iq3_xxs, kIq3xxs | kKsigns},
+    {21, 256, 110, &KernelSet::iq3_s, kIq3s},
+    {19, 256, 50, &KernelSet::iq1_s, kIq1s},
+    {29, 256, 56, &KernelSet::iq1_m, kIq1s},
+    {20, 32, 18, &KernelSet::iq4_nl, kIq4nl},
+    {23, 256, 136, &KernelSet::iq4_xs, kIq4nl},
+    {34, 256, 54, &KernelSet::tq1_0, 0},
+    {35, 256, 66, &KernelSet::tq2_0, 0},
 };
 
 }  // namespace
@@ -77,7 +138,7 @@ constexpr KernelShape kKernelShapes[] = {
 bool FindDequantKernel(int type_id, DequantKernel* kernel) {
   for (const KernelShape& shape : kKernelShapes) {
     if (shape.type_id != type_id) continue;
-    if (type_id == 20 && !iq4nl_ready.load()) return false;  // IQ4_NL needs its table first
+    if ((tables_ready.load() & shape.tables) != shape.tables) return false;  // its tables first
     *kernel = {shape.type_id, shape.block_size, shape.type_size, Pick(shape.slot)};
     return true;
   }
@@ -99,9 +160,18 @@ const char* DequantIsa() {
 
 void ForcePortableDequant(bool portable) { force_portable.store(portable); }
 
-void SetIq4nlValues(const int8_t values[16]) {
-  std::memcpy(g_iq4nl_values, values, 16);
-  iq4nl_ready.store(true);
+bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length) {
+  for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; i++) {
+    if (std::strcmp(kTables[i].name, name) != 0) continue;
+    if (length != kTables[i].length) return false;
+    // Set once: a kernel on another thread may be reading the table (the bytes would be the same).
+    if ((tables_ready.load() & (1u << i)) == 0) {
+      std::memcpy(kTables[i].data, bytes, length);
+      tables_ready.fetch_or(1u << i);
+    }
+    return true;
+  }
+  return false;
 }
 
 }  // namespace gguf_mmap

@@ -21,7 +21,7 @@ struct DequantKernel {
 // The fastest kernel this CPU can run for `type_id`; false when there is none.
 bool FindDequantKernel(int type_id, DequantKernel* kernel);
 
-// Type ids that have a native kernel now (IQ4_NL once its table is set).
+// Type ids that have a native kernel now (those that need a lookup table once it is set).
 std::vector<int> DequantTypeIds();
 
 // The instruction set the kernels were chosen for: "avx2" or "portable".
@@ -30,8 +30,9 @@ const char* DequantIsa();
 // Forces the portable kernels (for tests that compare them with the SIMD ones).
 void ForcePortableDequant(bool portable);
 
-// ggml's IQ4_NL value table (16 int8), handed over from the package's data files once; until it
-// is set there is no IQ4_NL kernel.
-void SetIq4nlValues(const int8_t values[16]);
+// One of ggml's lookup tables (`name` as in the package's data/tables: "kvalues_iq4nl",
+// "iq2xxs_grid", ...), handed over from the package's data files once; a kernel that needs a table
+// is offered only once it is set. False for an unknown name or a wrong length.
+bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length);
 
 }  // namespace gguf_mmap

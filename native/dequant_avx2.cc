@@ -2,6 +2,10 @@
 // only called after a runtime CPU check, so the shipped build still runs on any x86-64.
 #if defined(__x86_64__) || defined(_M_X64)
 
+// Before the target pragma: these shared helpers stay compiled for any CPU (the AVX2 code inlines
+// them), so no copy of theirs built for AVX2 can stand in for the portable one at link time.
+#include "dequant_common.h"
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
 #elif defined(__GNUC__)
@@ -11,7 +15,7 @@
 
 #include <immintrin.h>
 
-#include "dequant_common.h"
+#include "dequant_kernels.h"
 
 namespace gguf_mmap {
 namespace {
@@ -76,7 +80,7 @@ void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
 
 void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
   const __m128i nibble = _mm_set1_epi8(0x0f);
-  const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g_iq4nl_values));
+  const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g_tables.iq4nl));
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const __m256 d = _mm256_set1_ps(HalfToFloat(LoadU16(src)));
     __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2));
@@ -160,7 +164,14 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 }  // namespace
 
-const KernelSet kAvx2Kernels = {F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL};
+// The types without hand-written AVX2 code: the shared kernels (dequant_kernels.h), vectorized by
+// the compiler for AVX2.
+const KernelSet kAvx2Kernels = {
+    F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    KernelQ4_1, KernelQ5_0, KernelQ5_1, KernelQ1_0, KernelQ2_0, KernelMXFP4, KernelNVFP4, KernelQ2_K, KernelQ3_K, KernelQ8_K,
+    KernelIQ4_XS, KernelTQ1_0, KernelTQ2_0,
+    KernelIQ2_XXS, KernelIQ2_XS, KernelIQ2_S, KernelIQ3_XXS, KernelIQ3_S, KernelIQ1_S, KernelIQ1_M,
+};
 
 }  // namespace gguf_mmap
 

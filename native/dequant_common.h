@@ -69,18 +69,39 @@ inline GroupScales KGroupScales(const uint8_t* block, int g, float d, float dmin
   return {d * sc1, dmin * m1, d * sc2, dmin * m2};
 }
 
-extern int8_t g_iq4nl_values[16];
+// ggml's lookup tables (the package's data/tables files), handed over from JavaScript once
+// (SetDequantTable); a kernel that needs one is offered only once it is set.
+struct DequantTables {
+  alignas(64) int8_t iq4nl[16];
+  alignas(64) int8_t fp4[16];
+  alignas(64) uint8_t ksigns_iq2xs[128];
+  alignas(64) uint64_t iq2xxs_grid[256];
+  alignas(64) uint64_t iq2xs_grid[512];
+  alignas(64) uint64_t iq2s_grid[1024];
+  alignas(64) uint32_t iq3xxs_grid[256];
+  alignas(64) uint32_t iq3s_grid[512];
+  alignas(64) uint64_t iq1s_grid[2048];
+};
+extern DequantTables g_tables;
+
+// An E8M0 exponent byte e as ggml's MXFP4 uses it: half its value, 2^(e - 128), built from bits
+// (exact; e < 2 gives a subnormal).
+inline float E8M0Half(uint8_t e) {
+  const uint32_t bits = e >= 2 ? static_cast<uint32_t>(e - 1) << 23 : 0x00200000u << e;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// A UE4M3 scale byte as ggml's NVFP4 decodes it, times 0.5 (0x00 and 0x7F give 0; bit 7 is ignored).
+const float* Ue4m3HalfTable();
+inline float UE4M3Half(uint8_t x) { return Ue4m3HalfTable()[x]; }
 
 // Kernel sets, one per instruction set; each lists the same types (nullptr where it has none).
 struct KernelSet {
-  DequantFn f16;
-  DequantFn bf16;
-  DequantFn q4_0;
-  DequantFn q8_0;
-  DequantFn q4_k;
-  DequantFn q5_k;
-  DequantFn q6_k;
-  DequantFn iq4_nl;
+  DequantFn f16, bf16, q4_0, q8_0, q4_k, q5_k, q6_k, iq4_nl;
+  DequantFn q4_1, q5_0, q5_1, q1_0, q2_0, mxfp4, nvfp4, q2_k, q3_k, q8_k, iq4_xs, tq1_0, tq2_0;
+  DequantFn iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m;
 };
 
 extern const KernelSet kPortableKernels;

@@ -11,7 +11,7 @@
 //     job.take(): Float32Array                     hands the output over, without a copy
 //     job.copyTo(out: Float32Array, outIndex)      or copies it into a caller's array
 //   dequantInfo(): { isa, typeIds }
-//   forcePortableDequant(bool), setIq4nlValues(Int8Array(16))
+//   forcePortableDequant(bool), setDequantTable(name, Uint8Array | Int8Array)
 //
 // Nothing here throws from a callback Node runs without JavaScript (a worker's teardown): the
 // pool work uses the plain C API and ignores what can no longer be done.
@@ -311,13 +311,15 @@ Napi::Value ForcePortable(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Value SetIq4nl(const Napi::CallbackInfo& info) {
+Napi::Value SetTable(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TypedSpan values = GetTypedSpan(env, info.Length() > 0 ? info[0] : env.Undefined(), "values");
-  if (values.type != napi_int8_array || values.length != 16) {
-    throw Napi::TypeError::New(env, "setIq4nlValues(values: Int8Array of 16)");
+  if (info.Length() < 2 || !info[0].IsString()) throw Napi::TypeError::New(env, "setDequantTable(name: string, bytes: typed array)");
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
+  TypedSpan bytes = GetTypedSpan(env, info[1], "bytes");
+  size_t element = bytes.type == napi_int8_array || bytes.type == napi_uint8_array ? 1 : 0;
+  if (element == 0 || !SetDequantTable(name.c_str(), bytes.data, bytes.length)) {
+    throw Napi::RangeError::New(env, "setDequantTable: unknown table '" + name + "' or wrong length");
   }
-  SetIq4nlValues(reinterpret_cast<const int8_t*>(values.data));
   return env.Undefined();
 }
 
@@ -328,7 +330,7 @@ void RegisterDequant(Napi::Env env, Napi::Object exports) {
   exports.Set("DequantJob", DequantJob::Define(env));
   exports.Set("dequantInfo", Napi::Function::New<DequantInfo>(env, "dequantInfo"));
   exports.Set("forcePortableDequant", Napi::Function::New<ForcePortable>(env, "forcePortableDequant"));
-  exports.Set("setIq4nlValues", Napi::Function::New<SetIq4nl>(env, "setIq4nlValues"));
+  exports.Set("setDequantTable", Napi::Function::New<SetTable>(env, "setDequantTable"));
 }
 
 }  // namespace gguf_mmap

@@ -1,6 +1,7 @@
 // Portable (scalar) kernels: the reference the SIMD kernels must match, and the fallback on CPUs
 // without AVX2.
 #include "dequant_common.h"
+#include "dequant_kernels.h"
 
 namespace gguf_mmap {
 namespace {
@@ -88,14 +89,19 @@ void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     for (int j = 0; j < 16; j++) {
-      out[j] = d * g_iq4nl_values[src[2 + j] & 0xf];
-      out[j + 16] = d * g_iq4nl_values[src[2 + j] >> 4];
+      out[j] = d * g_tables.iq4nl[src[2 + j] & 0xf];
+      out[j + 16] = d * g_tables.iq4nl[src[2 + j] >> 4];
     }
   }
 }
 
 }  // namespace
 
-const KernelSet kPortableKernels = {F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL};
+const KernelSet kPortableKernels = {
+    F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    KernelQ4_1, KernelQ5_0, KernelQ5_1, KernelQ1_0, KernelQ2_0, KernelMXFP4, KernelNVFP4, KernelQ2_K, KernelQ3_K, KernelQ8_K,
+    KernelIQ4_XS, KernelTQ1_0, KernelTQ2_0,
+    KernelIQ2_XXS, KernelIQ2_XS, KernelIQ2_S, KernelIQ3_XXS, KernelIQ3_S, KernelIQ1_S, KernelIQ1_M,
+};
 
 }  // namespace gguf_mmap

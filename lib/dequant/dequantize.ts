@@ -5,7 +5,7 @@ import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-type
 import { addon, addonUnavailableReason, optionalAddon } from '../native.js';
 import { checkBuffer } from '../file/source.js';
 import { TS_KERNELS } from './kernels.js';
-import { tableInt8 } from './tables.js';
+import { tableBytes, type TableName } from './tables.js';
 
 /**
  * 'auto' (the default) uses the addon's kernel when it has one for the type and the TypeScript
@@ -68,12 +68,14 @@ export function canDequantize(type: GgmlTypeRef): boolean {
 }
 
 let nativeIds: Set<number> | undefined;
+// The lookup tables the native IQ and FP4 kernels read (kmask_iq2xs is folded into their code).
+const NATIVE_TABLES: readonly TableName[] = ['kvalues_iq4nl', 'kvalues_fp4', 'ksigns_iq2xs', 'iq2xxs_grid', 'iq2xs_grid', 'iq2s_grid', 'iq3xxs_grid', 'iq3s_grid', 'iq1s_grid'];
 
 /** Type ids with a native kernel; none where the addon does not load. */
 function nativeTypeIds(): Set<number> {
   if (nativeIds === undefined) {
     const native = optionalAddon();
-    native?.setIq4nlValues(tableInt8('kvalues_iq4nl'));
+    if (native !== undefined) for (const name of NATIVE_TABLES) native.setDequantTable(name, tableBytes(name));
     nativeIds = new Set(native?.dequantInfo().typeIds ?? []);
   }
   return nativeIds;

@@ -17,6 +17,14 @@ export const dequantQ4_0: BlockKernel = (src, nblocks, out, at) => {
   }
 };
 
+/**
+ * q*d + m as ggml's C computes it on x86: when both are NaN, the sum is the first operand's NaN
+ * (the product's). JavaScript may evaluate a commutative sum with its operands swapped.
+ */
+function plusMin(product: number, m: number): number {
+  return product !== product ? product : product + m;
+}
+
 export const dequantQ4_1: BlockKernel = (src, nblocks, out, at) => {
   const F16 = f16ValueTable();
   for (let b = 0, o = 0, y = at; b < nblocks; b++, o += 20, y += 32) {
@@ -24,8 +32,8 @@ export const dequantQ4_1: BlockKernel = (src, nblocks, out, at) => {
     const m = F16[u16(src, o + 2)]!;
     for (let j = 0; j < 16; j++) {
       const q = src[o + 4 + j]!;
-      out[y + j] = (q & 15) * d + m;
-      out[y + j + 16] = (q >> 4) * d + m;
+      out[y + j] = plusMin((q & 15) * d, m);
+      out[y + j + 16] = plusMin((q >> 4) * d, m);
     }
   }
 };
@@ -52,8 +60,8 @@ export const dequantQ5_1: BlockKernel = (src, nblocks, out, at) => {
     const qh = u32(src, o + 4);
     for (let j = 0; j < 16; j++) {
       const q = src[o + 8 + j]!;
-      out[y + j] = ((q & 15) | (((qh >>> j) & 1) << 4)) * d + m;
-      out[y + j + 16] = ((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) * d + m;
+      out[y + j] = plusMin(((q & 15) | (((qh >>> j) & 1) << 4)) * d, m);
+      out[y + j + 16] = plusMin(((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) * d, m);
     }
   }
 };

@@ -1,0 +1,331 @@
+// The kernels written once in plain C++ and compiled twice: by dequant_portable.cc for any CPU, and
+// by dequant_avx2.cc under its AVX2 target, where the compiler vectorizes the inner loops. The
+// formulas are ggml's scalar reference (ggml-quants.c) in float32 with no contraction
+// (-ffp-contract=off), so both builds give ggml's bits. Internal linkage on purpose: each includer
+// gets its own copies, compiled for its own instruction set.
+#pragma once
+
+#include "dequant_common.h"
+
+namespace gguf_mmap {
+namespace {
+
+// Legacy 32-element blocks: element j from the low nibble of byte j, element j+16 from the high.
+
+void KernelQ4_1(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    const float m = HalfToFloat(LoadU16(src + 2));
+    const uint8_t* q = src + 4;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(q[j] & 0xf) * d + m;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(q[j] >> 4) * d + m;
+  }
+}
+
+// Q5: the fifth bit of element j is bit j of the little-endian uint32 qh.
+void KernelQ5_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    const uint32_t qh = LoadU32(src + 2);
+    const uint8_t* q = src + 6;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(static_cast<int>((q[j] & 0xf) | (((qh >> j) & 1) << 4)) - 16) * d;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(static_cast<int>((q[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16) * d;
+  }
+}
+
+void KernelQ5_1(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
+    const float d = HalfToFloat(LoadU16(src));
+    const float m = HalfToFloat(LoadU16(src + 2));
+    const uint32_t qh = LoadU32(src + 4);
+    const uint8_t* q = src + 8;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>((q[j] & 0xf) | (((qh >> j) & 1) << 4)) * d + m;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>((q[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) * d + m;
+  }
+}
+
+// Q1_0: 128 elements, one bit each (LSB first): +d when set, -d when clear (negation, not -1 * d,
+// so a NaN scale flips sign as in ggml).
+void KernelQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 128) {
+    const float d = HalfToFloat(LoadU16(src));
+    const float pair[2] = {-d, d};
+    for (int j = 0; j < 128; j++) out[j] = pair[(src[2 + (j >> 3)] >> (j & 7)) & 1];
+  }
+}
+
+// Q2_0: 64 elements, two bits each (LSB first), value (q - 1) * d.
+void KernelQ2_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 64) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int j = 0; j < 64; j++) out[j] = static_cast<float>(static_cast<int>((src[2 + (j >> 2)] >> ((j & 3) * 2)) & 3) - 1) * d;
+  }
+}
+
+// MXFP4: 32 E2M1 values (the table holds them doubled) times one E8M0 scale, taken as half its value.
+void KernelMXFP4(const uint8_t* src, size_t nblocks, float* out) {
+  const int8_t* values = g_tables.fp4;
+  for (size_t b = 0; b < nblocks; b++, src += 17, out += 32) {
+    const float d = E8M0Half(src[0]);
+    const uint8_t* q = src + 1;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(values[q[j] & 0xf]) * d;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(values[q[j] >> 4]) * d;
+  }
+}
+
+// NVFP4: 64 elements in four sub-blocks of 16, each with a UE4M3 scale (taken as half its value).
+void KernelNVFP4(const uint8_t* src, size_t nblocks, float* out) {
+  const int8_t* values = g_tables.fp4;
+  for (size_t b = 0; b < nblocks; b++, src += 36) {
+    for (int s = 0; s < 4; s++, out += 16) {
+      const float d = UE4M3Half(src[s]);
+      const uint8_t* q = src + 4 + 8 * s;
+      for (int j = 0; j < 8; j++) out[j] = static_cast<float>(values[q[j] & 0xf]) * d;
+      for (int j = 0; j < 8; j++) out[j + 8] = static_cast<float>(values[q[j] >> 4]) * d;
+    }
+  }
+}
+
+// K-quants: 256-element super-blocks whose sub-block scales are themselves quantized.
+
+// Q2_K: 16 sub-blocks of 16; each scale byte holds a scale (low nibble) and a min (high nibble).
+void KernelQ2_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 84) {
+    const float d = HalfToFloat(LoadU16(src + 80));
+    const float dmin = HalfToFloat(LoadU16(src + 82));
+    int is = 0;
+    for (int half = 0; half < 2; half++) {
+      const uint8_t* q = src + 16 + 32 * half;
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; part++, is++, out += 16) {
+          const uint8_t sc = src[is];
+          const float dl = d * static_cast<float>(sc & 0xf);
+          const float ml = dmin * static_cast<float>(sc >> 4);
+          const uint8_t* qp = q + 16 * part;
+          for (int l = 0; l < 16; l++) out[l] = dl * static_cast<float>((qp[l] >> shift) & 3) - ml;
+        }
+      }
+    }
+  }
+}
+
+// Q3_K: 16 signed 6-bit scales (bias 32); a 2-bit quant loses 4 where its hmask bit is clear.
+void KernelQ3_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 110) {
+    const float d_all = HalfToFloat(LoadU16(src + 108));
+    const uint8_t* s = src + 96;
+    int scales[16];
+    for (int j = 0; j < 16; j++) {
+      const int low = j < 8 ? s[j] & 0xf : s[j - 8] >> 4;
+      const int high = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+      scales[j] = (low | (high << 4)) - 32;
+    }
+    int is = 0;
+    for (int half = 0; half < 2; half++) {
+      const uint8_t* q = src + 32 + 32 * half;
+      for (int shift = 0; shift < 8; shift += 2) {
+        const int bit = (shift >> 1) + 4 * half;
+        for (int part = 0; part < 2; part++, is++, out += 16) {
+          const float dl = d_all * static_cast<float>(scales[is]);
+          const uint8_t* qp = q + 16 * part;
+          const uint8_t* hp = src + 16 * part;
+          for (int l = 0; l < 16; l++) {
+            out[l] = dl * static_cast<float>(((qp[l] >> shift) & 3) - 4 + (((hp[l] >> bit) & 1) << 2));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Q8_K: a float32 scale and 256 int8 quants (the block sums are not needed to decode).
+void KernelQ8_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 292, out += 256) {
+    float d;
+    std::memcpy(&d, src, 4);
+    const int8_t* q = reinterpret_cast<const int8_t*>(src + 4);
+    for (int j = 0; j < 256; j++) out[j] = d * static_cast<float>(q[j]);
+  }
+}
+
+// IQ4_XS: IQ4_NL's values, 8 sub-blocks of 32 with 6-bit scales (bias 32).
+void KernelIQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
+  const int8_t* values = g_tables.iq4nl;
+  for (size_t b = 0; b < nblocks; b++, src += 136) {
+    const float d = HalfToFloat(LoadU16(src));
+    const uint16_t scales_high = LoadU16(src + 2);
+    for (int ib = 0; ib < 8; ib++, out += 32) {
+      const int ls = ((src[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) | (((scales_high >> (2 * ib)) & 3) << 4);
+      const float dl = d * static_cast<float>(ls - 32);
+      const uint8_t* q = src + 8 + 16 * ib;
+      for (int j = 0; j < 16; j++) out[j] = dl * static_cast<float>(values[q[j] & 0xf]);
+      for (int j = 0; j < 16; j++) out[j + 16] = dl * static_cast<float>(values[q[j] >> 4]);
+    }
+  }
+}
+
+// Ternary types.
+
+// TQ1_0: five base-3 digits per byte of qs (32 bytes, then 16), four per byte of qh; digit n of a
+// byte is (byte * 3^n mod 256) * 3 >> 8, as ggml extracts it.
+void KernelTQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  for (size_t b = 0; b < nblocks; b++, src += 54) {
+    const float d = HalfToFloat(LoadU16(src + 52));
+    for (int n = 0; n < 5; n++, out += 32) {
+      for (int m = 0; m < 32; m++) out[m] = static_cast<float>(((static_cast<uint8_t>(src[m] * kPow3[n]) * 3) >> 8) - 1) * d;
+    }
+    for (int n = 0; n < 5; n++, out += 16) {
+      for (int m = 0; m < 16; m++) out[m] = static_cast<float>(((static_cast<uint8_t>(src[32 + m] * kPow3[n]) * 3) >> 8) - 1) * d;
+    }
+    for (int n = 0; n < 4; n++, out += 4) {
+      for (int j = 0; j < 4; j++) out[j] = static_cast<float>(((static_cast<uint8_t>(src[48 + j] * kPow3[n]) * 3) >> 8) - 1) * d;
+    }
+  }
+}
+
+// TQ2_0: 2-bit values 0..2 (minus 1), four per byte.
+void KernelTQ2_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 66) {
+    const float d = HalfToFloat(LoadU16(src + 64));
+    for (int j = 0; j < 64; j += 32) {
+      for (int l = 0; l < 4; l++, out += 32) {
+        for (int m = 0; m < 32; m++) out[m] = static_cast<float>(static_cast<int>((src[j + m] >> (2 * l)) & 3) - 1) * d;
+      }
+    }
+  }
+}
+
+// IQ types: grid entries hold the magnitudes of 8 (or 4) elements; signs come from
+// ksigns_iq2xs (7 stored bits -> 8 sign bits) or are stored whole. A sign multiplies (+-1.0f) like
+// ggml's, exact, and branch-free: sign bits are as good as random.
+
+inline float Sign(uint32_t bits, int j) { return 1.0f - 2.0f * static_cast<float>((bits >> j) & 1); }
+
+// Eight magnitudes from a 64-bit grid entry times `scale`, with signs.
+inline void PutSigned8(float* out, uint64_t entry, float scale, uint32_t signs) {
+  for (int j = 0; j < 8; j++) out[j] = scale * static_cast<float>(static_cast<uint8_t>(entry >> (8 * j))) * Sign(signs, j);
+}
+
+// Two 4-value grid entries (32 bits each) times `scale`, with 8 sign bits.
+inline void PutSigned4x2(float* out, uint32_t e1, uint32_t e2, float scale, uint32_t signs) {
+  for (int j = 0; j < 4; j++) out[j] = scale * static_cast<float>(static_cast<uint8_t>(e1 >> (8 * j))) * Sign(signs, j);
+  for (int j = 0; j < 4; j++) out[j + 4] = scale * static_cast<float>(static_cast<uint8_t>(e2 >> (8 * j))) * Sign(signs, j + 4);
+}
+
+void KernelIQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 66) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t* q = src + 2 + 8 * ib;
+      const uint32_t aux = LoadU32(q + 4);
+      const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.25f;
+      for (int l = 0; l < 4; l++, out += 8) PutSigned8(out, g_tables.iq2xxs_grid[q[l]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+    }
+  }
+}
+
+void KernelIQ2_XS(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 74) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t sc = src[66 + ib];
+      const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint16_t q = LoadU16(src + 2 + 2 * (4 * ib + l));
+        PutSigned8(out, g_tables.iq2xs_grid[q & 511], db[l >> 1], g_tables.ksigns_iq2xs[q >> 9]);
+      }
+    }
+  }
+}
+
+void KernelIQ2_S(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 82) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t sc = src[74 + ib];
+      const uint32_t qh = src[66 + ib];
+      const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint32_t entry = src[2 + 4 * ib + l] | ((qh << (8 - 2 * l)) & 0x300);
+        PutSigned8(out, g_tables.iq2s_grid[entry], db[l >> 1], src[34 + 4 * ib + l]);
+      }
+    }
+  }
+}
+
+void KernelIQ3_XXS(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 98) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint32_t aux = LoadU32(src + 66 + 4 * ib);
+      const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
+      const uint8_t* q = src + 2 + 8 * ib;
+      for (int l = 0; l < 4; l++, out += 8) {
+        PutSigned4x2(out, g_tables.iq3xxs_grid[q[2 * l]], g_tables.iq3xxs_grid[q[2 * l + 1]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+      }
+    }
+  }
+}
+
+void KernelIQ3_S(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 110) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t sc = src[106 + (ib >> 1)];
+      const float db = d * static_cast<float>(1 + 2 * ((ib & 1) ? sc >> 4 : sc & 0xf));
+      const uint32_t qh = src[66 + ib];
+      const uint8_t* q = src + 2 + 8 * ib;
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint32_t g1 = q[2 * l] | ((qh << (8 - 2 * l)) & 256);
+        const uint32_t g2 = q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
+        PutSigned4x2(out, g_tables.iq3s_grid[g1], g_tables.iq3s_grid[g2], db, src[74 + 4 * ib + l]);
+      }
+    }
+  }
+}
+
+// IQ1: grid values -1, 0, 1 (int8) plus a delta of +-1/8, times a 3-bit odd scale.
+constexpr float kIq1Delta = 0.125f;
+
+inline void PutIq1(float* out, uint64_t entry, float dl, float delta) {
+  for (int j = 0; j < 8; j++) out[j] = dl * (static_cast<float>(static_cast<int8_t>(entry >> (8 * j))) + delta);
+}
+
+void KernelIQ1_S(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 50) {
+    const float d = HalfToFloat(LoadU16(src));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint32_t qh = LoadU16(src + 34 + 2 * ib);
+      const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
+      const float delta = (qh & 0x8000) ? -kIq1Delta : kIq1Delta;
+      for (int l = 0; l < 4; l++, out += 8) {
+        PutIq1(out, g_tables.iq1s_grid[src[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], dl, delta);
+      }
+    }
+  }
+}
+
+void KernelIQ1_M(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 56) {
+    uint32_t sc[4];
+    for (int w = 0; w < 4; w++) sc[w] = LoadU16(src + 48 + 2 * w);
+    // The f16 block scale is spread over the top nibbles of the four scale words.
+    const float d = HalfToFloat(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0xf0) | ((sc[2] >> 4) & 0xf00) | (sc[3] & 0xf000)));
+    for (int ib = 0; ib < 8; ib++) {
+      const uint32_t word = sc[ib >> 1];
+      const int shift = 6 * (ib & 1);
+      const float dl[2] = {d * static_cast<float>(2 * ((word >> shift) & 7) + 1), d * static_cast<float>(2 * ((word >> (shift + 3)) & 7) + 1)};
+      const uint8_t* q = src + 4 * ib;
+      const uint8_t h[2] = {src[32 + 2 * ib], src[33 + 2 * ib]};
+      for (int l = 0; l < 4; l++, out += 8) {
+        // Grid index high bits and delta sign: the low nibble of the qh byte for even l, the high for odd.
+        const uint32_t hbits = (l & 1) ? h[l >> 1] >> 4 : h[l >> 1] & 0xf;
+        PutIq1(out, g_tables.iq1s_grid[q[l] | ((hbits & 7) << 8)], dl[l >> 1], (hbits & 8) ? -kIq1Delta : kIq1Delta);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gguf_mmap
