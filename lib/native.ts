@@ -57,7 +57,9 @@ interface Addon {
   evictFile(path: string): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
-  DequantJob: new (typeId: number, src: Uint8Array, nblocks: number) => NativeDequantJob;
+  dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
+  gatherRows(typeId: number, src: Uint8Array, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
+  DequantJob: new (typeId: number, src: Uint8Array, nblocks: number, rowBytes?: number, ids?: Int32Array | Uint32Array) => NativeDequantJob;
   dequantInfo(): { isa: string; typeIds: number[] };
   forcePortableDequant(portable: boolean): void;
   setDequantTable(name: string, bytes: Uint8Array | Int8Array): void;

@@ -10,6 +10,11 @@
 //     job.run(firstBlock, count): Promise<void>   decodes those blocks on a libuv pool thread
 //     job.take(): Float32Array                     hands the output over, without a copy
 //     job.copyTo(out: Float32Array, outIndex)      or copies it into a caller's array
+//   dequantizeNew(typeId, src, nblocks): Float32Array | false
+//       the output in addon-mapped memory (huge pages when large), handed over without a copy.
+//   gatherRows(typeId, src, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
+//       rows of a tensor, consecutive from a first row or by id (every id checked first), with
+//       the bytes of rows a few ahead prefetched.
 //   dequantInfo(): { isa, typeIds }
 //   forcePortableDequant(bool), setDequantTable(name, Uint8Array | Int8Array)
 //
@@ -21,6 +26,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 #include <sys/mman.h>
 
 #include "dequant.h"
@@ -89,7 +95,9 @@ class FloatBuffer {
 // until the last of them lets go, whatever happens to the JS objects.
 struct JobMemory {
   DequantKernel kernel{};
-  size_t nblocks = 0;
+  size_t nblocks = 0;            // of the output
+  std::vector<uint32_t> rows;    // rows mode: the row ids, each row_blocks blocks at row_bytes steps
+  size_t row_bytes = 0, row_blocks = 0;
   const uint8_t* src = nullptr;
   Region* pinned = nullptr;              // a mapped source
   std::unique_ptr<uint8_t[]> src_copy;   // any other source
@@ -141,6 +149,126 @@ Napi::Value Dequantize(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), true);
 }
 
+// A Float32Array over `buffer`'s memory, which JS then owns (no copy), or a copy where the
+// runtime refuses ArrayBuffers over external memory (Electron).
+Napi::Value HandOver(Napi::Env env, FloatBuffer& out) {
+  const size_t count = out.bytes() / sizeof(float);
+  Napi::ArrayBuffer buffer;
+  if (count == 0) {
+    buffer = Napi::ArrayBuffer::New(env, 0);
+  } else if (!ExternalBuffersAllowed()) {
+    buffer = Napi::ArrayBuffer::New(env, out.bytes());  // throws Napi::Error on failure
+    std::memcpy(buffer.Data(), out.data(), out.bytes());
+  } else {
+    // Node frees through the finalizer even when creation fails, so ownership passes first.
+    const size_t bytes = out.bytes();
+    float* data = out.Release();
+    napi_value value;
+    napi_status status = napi_create_external_arraybuffer(
+        env, data, bytes, [](napi_env, void* p, void* hint) { FloatBuffer::Free(static_cast<float*>(p), reinterpret_cast<size_t>(hint)); },
+        reinterpret_cast<void*>(bytes), &value);
+    NAPI_THROW_IF_FAILED(env, status, Napi::Value());
+    buffer = Napi::ArrayBuffer(env, value);
+  }
+  return Napi::Float32Array::New(env, count, buffer, 0);
+}
+
+// dequantizeNew(typeId, src, nblocks): Float32Array | false. The output in memory the addon maps
+// (huge pages when large), handed over: a new Float32Array of that size would first be zeroed a
+// page fault at a time.
+Napi::Value DequantizeNew(const Napi::CallbackInfo& info) {
+  DequantKernel kernel;
+  TypedSpan src;
+  size_t nblocks;
+  if (!ParseArgs(info, &kernel, &src, &nblocks)) return Napi::Boolean::New(info.Env(), false);
+  std::unique_ptr<FloatBuffer> out;
+  try {
+    out.reset(new FloatBuffer(nblocks * kernel.block_size));
+  } catch (const std::bad_alloc&) {
+    throw Napi::RangeError::New(info.Env(), "dequantize: not enough memory for the output");
+  }
+  if (nblocks > 0) kernel.fn(src.data, nblocks, out->data());
+  return HandOver(info.Env(), *out);
+}
+
+// Rows: every id checked before anything is written. `ids` is a number (the first of `count`
+// consecutive rows) or an Int32Array / Uint32Array of at least `count` row indices.
+struct RowList {
+  size_t first = 0;                // when contiguous
+  const int32_t* ids = nullptr;    // else these
+  bool unsigned_ids = false;
+};
+
+RowList ParseRows(Napi::Env env, Napi::Value rows, size_t count, size_t total) {
+  RowList list;
+  if (rows.IsNumber()) {
+    const double first = rows.As<Napi::Number>().DoubleValue();
+    if (!IsWholeNumber(first) || first + static_cast<double>(count) > static_cast<double>(total)) {
+      throw Napi::RangeError::New(env, "gatherRows: rows out of range");
+    }
+    list.first = static_cast<size_t>(first);
+    return list;
+  }
+  TypedSpan ids = GetTypedSpan(env, rows, "ids");
+  if ((ids.type != napi_int32_array && ids.type != napi_uint32_array) || ids.length < count) {
+    throw Napi::TypeError::New(env, "gatherRows: ids must be an Int32Array or Uint32Array of at least count ids");
+  }
+  list.ids = reinterpret_cast<const int32_t*>(ids.data);
+  list.unsigned_ids = ids.type == napi_uint32_array;
+  for (size_t i = 0; i < count; i++) {
+    const uint64_t id = list.unsigned_ids ? static_cast<uint32_t>(list.ids[i]) : static_cast<uint64_t>(static_cast<int64_t>(list.ids[i]));
+    if (id >= total) throw Napi::RangeError::New(env, "gatherRows: row id out of range");
+  }
+  return list;
+}
+
+// How many rows ahead to prefetch: a random row's bytes come from memory (~100 ns away) while
+// the kernel decodes the rows before it.
+constexpr size_t kPrefetchRows = 4;
+
+void PrefetchRow(const uint8_t* row, size_t bytes) {
+  for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);
+}
+
+// gatherRows(typeId, src, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
+// Decodes rows of a tensor (src: its bytes, rowBytes each) into out, one after another; false
+// when there is no native kernel for typeId.
+Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 7 || !info[0].IsNumber() || !info[2].IsNumber() || !info[4].IsNumber()) {
+    throw Napi::TypeError::New(env, "gatherRows(typeId, src, rowBytes, rows, count, out, outIndex)");
+  }
+  DequantKernel kernel;
+  if (!FindDequantKernel(info[0].As<Napi::Number>().Int32Value(), &kernel)) return Napi::Boolean::New(env, false);
+  TypedSpan src = GetTypedSpan(env, info[1], "src");
+  if (src.type != napi_uint8_array) throw Napi::TypeError::New(env, "src must be a Uint8Array");
+  const double row_bytes_arg = info[2].As<Napi::Number>().DoubleValue();
+  const double count_arg = info[4].As<Napi::Number>().DoubleValue();
+  if (!IsWholeNumber(row_bytes_arg) || row_bytes_arg == 0 || !IsWholeNumber(count_arg) ||
+      static_cast<size_t>(row_bytes_arg) % kernel.type_size != 0) {
+    throw Napi::RangeError::New(env, "gatherRows: rowBytes must be a whole number of blocks");
+  }
+  const size_t row_bytes = static_cast<size_t>(row_bytes_arg), count = static_cast<size_t>(count_arg);
+  const size_t row_blocks = row_bytes / kernel.type_size, row_floats = row_blocks * kernel.block_size;
+  const RowList rows = ParseRows(env, info[3], count, src.length / row_bytes);
+  float* out = OutputAt(info, 5, count * row_floats);
+  if (count == 0) return Napi::Boolean::New(env, true);
+  if (rows.ids == nullptr) {
+    kernel.fn(src.data + rows.first * row_bytes, count * row_blocks, out);
+    return Napi::Boolean::New(env, true);
+  }
+  auto row_at = [&](size_t i) {
+    const uint64_t id = rows.unsigned_ids ? static_cast<uint32_t>(rows.ids[i]) : static_cast<uint64_t>(rows.ids[i]);
+    return src.data + id * row_bytes;
+  };
+  for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(row_at(i), row_bytes);
+  for (size_t i = 0; i < count; i++, out += row_floats) {
+    if (i + kPrefetchRows < count) PrefetchRow(row_at(i + kPrefetchRows), row_bytes);
+    kernel.fn(row_at(i), row_blocks, out);
+  }
+  return Napi::Boolean::New(env, true);
+}
+
 // One run() in flight: its blocks, its promise, and a hold on the job's memory.
 struct Part {
   std::shared_ptr<JobMemory> memory;
@@ -154,8 +282,16 @@ struct Part {
 void ExecutePart(napi_env /*env*/, void* data) {
   Part* part = static_cast<Part*>(data);
   const JobMemory& m = *part->memory;
-  m.kernel.fn(m.src + part->first * m.kernel.type_size, part->count,
-              m.out->data() + part->first * m.kernel.block_size);
+  if (m.rows.empty()) {
+    m.kernel.fn(m.src + part->first * m.kernel.type_size, part->count, m.out->data() + part->first * m.kernel.block_size);
+    return;
+  }
+  const size_t row_floats = m.row_blocks * m.kernel.block_size;
+  const size_t end = part->first + part->count;
+  for (size_t i = part->first; i < end; i++) {
+    if (i + kPrefetchRows < end) PrefetchRow(m.src + m.rows[i + kPrefetchRows] * m.row_bytes, m.row_bytes);
+    m.kernel.fn(m.src + m.rows[i] * m.row_bytes, m.row_blocks, m.out->data() + i * row_floats);
+  }
 }
 
 // Runs on the JS thread, or during a worker's teardown when JavaScript can no longer run: every
@@ -189,6 +325,9 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
                         InstanceMethod<&DequantJob::CopyTo>("copyTo")});
   }
 
+  // new DequantJob(typeId, src, nblocks): blocks [0, nblocks) of src; run() counts blocks.
+  // new DequantJob(typeId, src, nblocks, rowBytes, ids: Int32Array | Uint32Array): rows mode, the
+  // rows `ids` of the tensor src (nblocks: all of its blocks), each id checked; run() counts rows.
   explicit DequantJob(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DequantJob>(info) {
     Napi::Env env = info.Env();
     memory_ = std::make_shared<JobMemory>();
@@ -197,6 +336,7 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
       throw Napi::Error::New(env, "DequantJob: no native kernel for this type");
     }
     const size_t src_bytes = memory_->nblocks * memory_->kernel.type_size;
+    if (info.Length() > 4) ParseRowsMode(env, info[3], info[4], src_bytes);
     // Out of memory is an exception for JS, never std::terminate: node-addon-api only turns
     // Napi::Error into a JS exception.
     try {
@@ -208,7 +348,8 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
         std::memcpy(memory_->src_copy.get(), src.data, src_bytes);
         memory_->src = memory_->src_copy.get();
       }
-      memory_->out.reset(new FloatBuffer(memory_->nblocks * memory_->kernel.block_size));
+      const size_t out_blocks = memory_->row_bytes != 0 ? memory_->rows.size() * memory_->row_blocks : memory_->nblocks;
+      memory_->out.reset(new FloatBuffer(out_blocks * memory_->kernel.block_size));
     } catch (const std::bad_alloc&) {
       memory_.reset();
       throw Napi::RangeError::New(env, "DequantJob: not enough memory for the output");
@@ -216,13 +357,37 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
   }
 
  private:
-  // run(firstBlock, count): Promise<void>
+  void ParseRowsMode(Napi::Env env, Napi::Value row_bytes_arg, Napi::Value ids_arg, size_t src_bytes) {
+    JobMemory& m = *memory_;
+    const double row_bytes = row_bytes_arg.IsNumber() ? row_bytes_arg.As<Napi::Number>().DoubleValue() : -1;
+    if (!IsWholeNumber(row_bytes) || row_bytes == 0 || static_cast<size_t>(row_bytes) % m.kernel.type_size != 0) {
+      throw Napi::RangeError::New(env, "DequantJob: rowBytes must be a whole number of blocks");
+    }
+    m.row_bytes = static_cast<size_t>(row_bytes);
+    m.row_blocks = m.row_bytes / m.kernel.type_size;
+    TypedSpan ids = GetTypedSpan(env, ids_arg, "ids");
+    if (ids.type != napi_int32_array && ids.type != napi_uint32_array) throw Napi::TypeError::New(env, "DequantJob: ids must be an Int32Array or Uint32Array");
+    const size_t total = src_bytes / m.row_bytes;
+    m.rows.resize(ids.length);
+    for (size_t i = 0; i < ids.length; i++) {
+      int32_t raw;
+      std::memcpy(&raw, ids.data + 4 * i, 4);
+      const uint64_t id = ids.type == napi_uint32_array ? static_cast<uint32_t>(raw) : static_cast<uint64_t>(static_cast<int64_t>(raw));
+      if (id >= total) throw Napi::RangeError::New(env, "DequantJob: row id out of range");
+      m.rows[i] = static_cast<uint32_t>(id);
+    }
+  }
+
+  // Units run() counts: rows in rows mode, else blocks.
+  size_t Units() const { return memory_->row_bytes != 0 ? memory_->rows.size() : memory_->nblocks; }
+
+  // run(first, count): Promise<void>, blocks (or rows) [first, first + count)
   Napi::Value Run(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const double first = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
     const double count = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
     if (!memory_) throw Napi::Error::New(env, "DequantJob: the output was already taken");
-    if (!IsWholeNumber(first) || !IsWholeNumber(count) || first + count > static_cast<double>(memory_->nblocks)) {
+    if (!IsWholeNumber(first) || !IsWholeNumber(count) || first + count > static_cast<double>(Units())) {
       throw Napi::RangeError::New(env, "run: blocks out of range");
     }
     auto part = std::make_unique<Part>();
@@ -257,27 +422,9 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
   Napi::Value Take(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     CheckIdle(env);
-    const size_t count = memory_->nblocks * memory_->kernel.block_size;
-    Napi::ArrayBuffer buffer;
-    if (count == 0) {
-      buffer = Napi::ArrayBuffer::New(env, 0);
-    } else if (!ExternalBuffersAllowed()) {
-      // A runtime that refuses external memory (Electron): one copy into memory it allocates.
-      buffer = Napi::ArrayBuffer::New(env, memory_->out->bytes());  // throws Napi::Error on failure
-      std::memcpy(buffer.Data(), memory_->out->data(), memory_->out->bytes());
-    } else {
-      // Node frees through the finalizer even when creation fails, so ownership passes first.
-      const size_t bytes = memory_->out->bytes();
-      float* data = memory_->out->Release();
-      napi_value value;
-      napi_status status = napi_create_external_arraybuffer(
-          env, data, bytes, [](napi_env, void* p, void* hint) { FloatBuffer::Free(static_cast<float*>(p), reinterpret_cast<size_t>(hint)); },
-          reinterpret_cast<void*>(bytes), &value);
-      NAPI_THROW_IF_FAILED(env, status, Napi::Value());
-      buffer = Napi::ArrayBuffer(env, value);
-    }
+    Napi::Value result = HandOver(env, *memory_->out);
     memory_.reset();  // lets go of the source too: a pinned mapping can close now
-    return Napi::Float32Array::New(env, count, buffer, 0);
+    return result;
   }
 
   // copyTo(out: Float32Array, outIndex): copies the output into a caller's array, checked at this
@@ -285,7 +432,7 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
   Napi::Value CopyTo(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     CheckIdle(env);
-    const size_t count = memory_->nblocks * memory_->kernel.block_size;
+    const size_t count = memory_->out->bytes() / sizeof(float);
     float* out = OutputAt(info, 0, count);
     if (count > 0) std::memcpy(out, memory_->out->data(), count * sizeof(float));
     memory_.reset();
@@ -327,6 +474,8 @@ Napi::Value SetTable(const Napi::CallbackInfo& info) {
 
 void RegisterDequant(Napi::Env env, Napi::Object exports) {
   exports.Set("dequantize", Napi::Function::New<Dequantize>(env, "dequantize"));
+  exports.Set("dequantizeNew", Napi::Function::New<DequantizeNew>(env, "dequantizeNew"));
+  exports.Set("gatherRows", Napi::Function::New<GatherRows>(env, "gatherRows"));
   exports.Set("DequantJob", DequantJob::Define(env));
   exports.Set("dequantInfo", Napi::Function::New<DequantInfo>(env, "dequantInfo"));
   exports.Set("forcePortableDequant", Napi::Function::New<ForcePortable>(env, "forcePortableDequant"));

@@ -2,7 +2,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
-import { addon, addonUnavailableReason, optionalAddon } from '../native.js';
+import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
 import { checkBuffer } from '../file/source.js';
 import { TS_KERNELS } from './kernels.js';
 import { tableBytes, type TableName } from './tables.js';
@@ -45,6 +45,13 @@ const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
 const SPLIT_MIN_ELEMENTS = 1 << 20;
 // TypeScript work without a native kernel runs in slices of about this many bytes, yielding between.
 const JS_SLICE_BYTES = 4 << 20;
+/**
+ * Outputs of at least this many floats (1 MiB), asked for without `out`, are written into memory
+ * the addon maps (with huge pages from 8 MiB) and handed over: a new Float32Array of 262 MB spent
+ * ~100 ms zeroing its pages one fault at a time before the kernel's ~12 ms. Smaller ones are
+ * cheaper as plain Float32Arrays than as a mapping each.
+ */
+const ADDON_OUTPUT_MIN = 1 << 18;
 
 /** A ggml type: its name ('Q4_K', or ggml's own spelling 'q4_K', 'iq4_nl'), its id, or its row. */
 export type GgmlTypeRef = string | number | GgmlType;
@@ -154,6 +161,12 @@ export function dequantizeAt(
   at: Placement,
 ): Float32Array {
   const p = plan(type, bytes, out, options, at);
+  if (p.native && out === undefined && p.nelements >= ADDON_OUTPUT_MIN) {
+    if (p.nelements * 4 > bufferConstants.MAX_LENGTH) {
+      throw new GgufError('TENSOR_TOO_LARGE', `${p.nelements} floats do not fit in one ArrayBuffer (at most ${bufferConstants.MAX_LENGTH} bytes); dequantize rows at a time`, at.fileOffset);
+    }
+    return addon().dequantizeNew(p.type.id, bytes, p.nblocks) as Float32Array;
+  }
   const target = out ?? new Float32Array(p.nelements);
   if (p.native) {
     addon().dequantize(p.type.id, bytes, p.nblocks, target, 0);
@@ -161,6 +174,26 @@ export function dequantizeAt(
     TS_KERNELS[p.type.name]!(bytes, p.nblocks, target, 0, p.littleEndian);
   }
   return target;
+}
+
+/**
+ * Rows of a tensor whose whole bytes are `tensorBytes` (`rowBytes` each) into `out` (room
+ * checked by the caller), by the native kernels: `rows` is the first of `count` consecutive rows,
+ * or their ids (checked by the caller). False when the native kernels cannot do it (no addon, no
+ * kernel for the type, backend 'js', big-endian plain data): the caller decodes row by row.
+ */
+export function gatherRowsNative(
+  type: GgmlType,
+  tensorBytes: Uint8Array,
+  rowBytes: number,
+  rows: number | Int32Array | Uint32Array,
+  count: number,
+  out: Float32Array,
+  options: DequantizeOptions,
+): boolean {
+  if (!(options.backend === undefined || options.backend === 'auto' || options.backend === 'native')) return false; // plan() reports it
+  if (!((options.littleEndian ?? true) || type.quantized) || !nativeTypeIds().has(type.id)) return false;
+  return addon().gatherRows(type.id, tensorBytes, rowBytes, rows, count, out, 0);
 }
 
 /**
@@ -221,18 +254,35 @@ async function nativeAsync(
     throw new GgufError('TENSOR_TOO_LARGE', `${p.nelements} floats do not fit in one ArrayBuffer (at most ${bufferConstants.MAX_LENGTH} bytes); dequantize rows at a time`, at.fileOffset);
   }
   const job = new (addon().DequantJob)(p.type.id, bytes, p.nblocks);
-  const per = Math.ceil(p.nblocks / parts);
+  return runJob(job, { units: p.nblocks, unitElements: p.type.blockSize, parts, report, check: p.check, out, at });
+}
+
+interface JobRun {
+  /** Blocks or rows, as the job counts them, and the elements of each. */
+  units: number;
+  unitElements: number;
+  parts: number;
+  report: DequantizeAsyncOptions['onProgress'];
+  check: () => void;
+  out: Float32Array | undefined;
+  at: Placement;
+}
+
+/** Runs a job's units in `parts` parts at once, then hands its output over (or copies it into `out`). */
+async function runJob(job: NativeDequantJob, r: JobRun): Promise<Float32Array> {
+  const nelements = r.units * r.unitElements;
+  const per = Math.ceil(r.units / r.parts);
   let done = 0;
   let progressFailed: { error: unknown } | undefined;
   const runs: Promise<void>[] = [];
-  for (let first = 0; first < p.nblocks; first += per) {
-    const count = Math.min(per, p.nblocks - first);
+  for (let first = 0; first < r.units; first += per) {
+    const count = Math.min(per, r.units - first);
     runs.push(
       job.run(first, count).then(() => {
-        done += count * p.type.blockSize;
-        if (report === undefined || progressFailed !== undefined) return;
+        done += count * r.unitElements;
+        if (r.report === undefined || progressFailed !== undefined) return;
         try {
-          report(done, p.nelements);
+          r.report(done, nelements);
         } catch (error) {
           progressFailed = { error };
         }
@@ -244,7 +294,7 @@ async function nativeAsync(
   // Pages lost while the job read them came back as zeros: report that, not the values. (A close
   // meanwhile is fine: the job had the mapping pinned.)
   try {
-    p.check();
+    r.check();
   } catch (error) {
     if (error instanceof GgufError && error.code === 'FILE_CHANGED') {
       job.take();
@@ -255,13 +305,57 @@ async function nativeAsync(
     job.take(); // lets go of the source now rather than at GC
     throw progressFailed.error;
   }
-  if (out === undefined) return job.take();
-  if (out.length < p.nelements) {
+  if (r.out === undefined) return job.take();
+  if (r.out.length < nelements) {
     job.take();
-    throw outputGone(out, p.nelements, at.fileOffset);
+    throw outputGone(r.out, nelements, r.at.fileOffset);
   }
-  job.copyTo(out, 0);
-  return out;
+  job.copyTo(r.out, 0);
+  return r.out;
+}
+
+/**
+ * Rows `ids` (checked by the caller) of a tensor whose bytes are `tensorBytes`, off the event
+ * loop: native kernels on libuv's pool (split into `threads` parts for large batches), else the
+ * TypeScript kernels a slice of rows at a time between turns of the event loop.
+ */
+export async function gatherRowsAsyncAt(
+  type: GgmlType,
+  tensorBytes: Uint8Array,
+  rowBytes: number,
+  ids: Int32Array | Uint32Array,
+  out: Float32Array | undefined,
+  options: DequantizeAsyncOptions,
+  at: Placement,
+): Promise<Float32Array> {
+  const rowLength = (rowBytes / type.typeSize) * type.blockSize;
+  const p = plan(type, tensorBytes.subarray(0, 0), undefined, options, at);
+  const nelements = ids.length * rowLength;
+  if (out !== undefined && !(out instanceof Float32Array)) throw new TypeError('out must be a Float32Array');
+  if (out !== undefined && out.length < nelements) throw new GgufError('OUTPUT_TOO_SMALL', `out holds ${out.length} floats, ${nelements} needed`, at.fileOffset);
+  const parts = partCount(options.threads, Math.max(1, ids.length), nelements);
+  if (ids.length === 0) return out ?? new Float32Array(0);
+  if (p.native) {
+    if (out === undefined && nelements * 4 > bufferConstants.MAX_LENGTH) {
+      throw new GgufError('TENSOR_TOO_LARGE', `${nelements} floats do not fit in one ArrayBuffer (at most ${bufferConstants.MAX_LENGTH} bytes)`, at.fileOffset);
+    }
+    const job = new (addon().DequantJob)(type.id, tensorBytes, tensorBytes.byteLength / type.typeSize, rowBytes, ids);
+    return runJob(job, { units: ids.length, unitElements: rowLength, parts, report: options.onProgress, check: p.check, out, at });
+  }
+  const target = out ?? new Float32Array(nelements);
+  const kernel = TS_KERNELS[type.name]!;
+  const perSlice = Math.max(1, Math.floor(JS_SLICE_BYTES / rowBytes));
+  for (let i = 0; i < ids.length; i++) {
+    if (i > 0 && i % perSlice === 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      p.check();
+      if (target.length < nelements) throw outputGone(target, nelements, at.fileOffset);
+    }
+    const start = ids[i]! * rowBytes;
+    kernel(tensorBytes.subarray(start, start + rowBytes), rowBytes / type.typeSize, target, i * rowLength, p.littleEndian);
+    if ((i + 1) % perSlice === 0 || i + 1 === ids.length) options.onProgress?.((i + 1) * rowLength, nelements);
+  }
+  return target;
 }
 
 async function scriptAsync(

@@ -7,6 +7,8 @@ import type { ByteSource } from './source.js';
 import {
   dequantizeAsyncAt,
   dequantizeAt,
+  gatherRowsAsyncAt,
+  gatherRowsNative,
   type DequantizeAsyncOptions,
   type DequantizeOptions,
 } from '../dequant/dequantize.js';
@@ -199,8 +201,68 @@ export class GgufTensor {
     if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 0 || first + count > rows) {
       throw new GgufError('ROW_OUT_OF_RANGE', `rows ${first}..${first + count} of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
     }
+    return this.decodeRows(first, count, out, options);
+  }
+
+  /**
+   * The rows named by `ids` (any array-like of integers, such as a token id Int32Array), one
+   * after another in one Float32Array of `ids.length * rowLength` values (`out`, if given, must
+   * hold them). Every id is checked (ROW_OUT_OF_RANGE) before anything is written; the native
+   * kernels decode them in one call, fetching the bytes of rows ahead while decoding.
+   */
+  gatherRows(ids: ArrayLike<number>, out?: Float32Array, options: Omit<DequantizeOptions, 'littleEndian'> = {}): Float32Array {
+    return this.decodeRows(this.rowIds(ids), ids.length, out, options);
+  }
+
+  /** gatherRows() off the event loop, for large batches: the rows decoded on libuv's pool. */
+  gatherRowsAsync(ids: ArrayLike<number>, out?: Float32Array, options: Omit<DequantizeAsyncOptions, 'littleEndian'> = {}): Promise<Float32Array> {
+    try {
+      const list = this.rowIds(ids);
+      this.source.check(this.fileOffset);
+      return gatherRowsAsyncAt(this.ggmlType, this.bytes, this.rowBytes(), list, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `ids` as a typed array of row indices, each checked against the rows. */
+  private rowIds(ids: ArrayLike<number>): Int32Array | Uint32Array {
+    const rows = this.rows;
+    const typed = ids instanceof Int32Array || ids instanceof Uint32Array;
+    const list = typed ? ids : new Uint32Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (!(Number.isInteger(id) && id >= 0 && id < rows)) {
+        throw new GgufError('ROW_OUT_OF_RANGE', `ids[${i}] is ${String(id)}, not a row of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
+      }
+      if (!typed) list[i] = id;
+    }
+    return list;
+  }
+
+  /** Rows `rows` (the first of `count`, or their checked ids) into `out` or a new array. */
+  private decodeRows(rows: number | Int32Array | Uint32Array, count: number, out: Float32Array | undefined, options: Omit<DequantizeOptions, 'littleEndian'>): Float32Array {
+    this.source.check(this.fileOffset);
+    const rowLength = this.rowLength;
+    if (out !== undefined && !(out instanceof Float32Array)) throw new TypeError('out must be a Float32Array');
+    if (out !== undefined && out.length < count * rowLength) {
+      throw new GgufError('OUTPUT_TOO_SMALL', `out holds ${out.length} floats, ${count * rowLength} needed`, this.fileOffset);
+    }
     const rowBytes = this.rowBytes();
-    return dequantizeAt(this.ggmlType, this.rangeBytes(first * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, first * rowBytes));
+    // Views of the file (mapped or in memory): one native call over the tensor's bytes.
+    if (this.source.zeroCopy && count > 0) {
+      const target = out ?? new Float32Array(count * rowLength);
+      if (gatherRowsNative(this.ggmlType, this.bytes, rowBytes, rows, count, target, { ...options, littleEndian: this.littleEndian })) return target;
+    }
+    if (typeof rows === 'number') {
+      return dequantizeAt(this.ggmlType, this.rangeBytes(rows * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, rows * rowBytes));
+    }
+    const target = out ?? new Float32Array(count * rowLength);
+    for (let i = 0; i < count; i++) {
+      const at = rows[i]! * rowBytes;
+      dequantizeAt(this.ggmlType, this.rangeBytes(at, rowBytes), target.subarray(i * rowLength, (i + 1) * rowLength), ...this.dequantArgs(options, at));
+    }
+    return target;
   }
 
   /**

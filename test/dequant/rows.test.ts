@@ -1,0 +1,137 @@
+// Row lookups: gatherRows / gatherRowsAsync / dequantizeRows against the TypeScript kernels (which
+// match ggml bit for bit, dequant-reference.test.ts), and dequantize() without `out`.
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { dequantize, GgufError, ggmlTypeByName, nativeDequantInfo, openGguf, writeGgufFile, type GgufTensor } from '../../lib/index.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const ROWS = 40;
+
+function randomBytes(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 255;
+  }
+  return out;
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false;
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** A file with one ROWS-row tensor of `type`, rows of two blocks, random bytes (NaN and subnormal scales included). */
+function tensorOf(type: string): { tensor: GgufTensor; bytes: Uint8Array; rowBytes: number; close(): void } {
+  const t = ggmlTypeByName(type)!;
+  const rowLength = 2 * t.blockSize;
+  const rowBytes = 2 * t.typeSize;
+  const bytes = randomBytes(ROWS * rowBytes, t.id * 131 + 7);
+  const path = join(dir, `${type}.gguf`);
+  writeGgufFile(path, { tensors: [{ name: 'embd', type, shape: [rowLength, ROWS], data: bytes }] });
+  const g = openGguf(path);
+  return { tensor: g.tensor('embd')!, bytes, rowBytes, close: () => g.close() };
+}
+
+/** What the rows `ids` decode to, row by row with the TypeScript kernel. */
+function expected(type: string, bytes: Uint8Array, rowBytes: number, ids: ArrayLike<number>): Float32Array {
+  const rowLength = (rowBytes / ggmlTypeByName(type)!.typeSize) * ggmlTypeByName(type)!.blockSize;
+  const want = new Float32Array(ids.length * rowLength);
+  for (let i = 0; i < ids.length; i++) {
+    const row = bytes.subarray(ids[i]! * rowBytes, (ids[i]! + 1) * rowBytes);
+    want.set(dequantize(type, row, undefined, { backend: 'js' }), i * rowLength);
+  }
+  return want;
+}
+
+const IDS = [3, 0, 39, 3, 17, 22, 22, 1, 38, 5, 11, 29];
+
+describe('gatherRows', () => {
+  const types = new Set([...nativeDequantInfo().types, 'Q4_K', 'Q6_K', 'IQ2_XXS', 'F32']);
+  for (const type of types) {
+    it(`${type}: rows by id (plain array, Int32Array, Uint32Array, repeats) equal the TypeScript kernel's, bit for bit`, () => {
+      const { tensor, bytes, rowBytes, close } = tensorOf(type);
+      try {
+        const want = expected(type, bytes, rowBytes, IDS);
+        expect(sameBits(tensor.gatherRows(IDS), want)).toBe(true);
+        expect(sameBits(tensor.gatherRows(Int32Array.from(IDS)), want)).toBe(true);
+        expect(sameBits(tensor.gatherRows(Uint32Array.from(IDS)), want)).toBe(true);
+        expect(sameBits(tensor.gatherRows(IDS, undefined, { backend: 'js' }), want)).toBe(true);
+        expect(sameBits(tensor.dequantizeRows(17, 3), expected(type, bytes, rowBytes, [17, 18, 19]))).toBe(true);
+      } finally {
+        close();
+      }
+    });
+  }
+
+  it('writes into out and returns it; an out too small or an id out of range throws before anything is written', () => {
+    const { tensor, bytes, rowBytes, close } = tensorOf('Q4_K');
+    try {
+      const rowLength = tensor.rowLength;
+      const out = new Float32Array(IDS.length * rowLength + 5).fill(7);
+      expect(tensor.gatherRows(IDS, out)).toBe(out);
+      expect(sameBits(out.subarray(0, IDS.length * rowLength), expected('Q4_K', bytes, rowBytes, IDS))).toBe(true);
+      expect(out[IDS.length * rowLength]).toBe(7);
+
+      const untouched = new Float32Array(4 * rowLength).fill(7);
+      for (const bad of [[0, 1, ROWS, 2], [0, -1, 2, 3], [1.5, 0, 0, 0], [0, Number.NaN, 0, 0], [0, 0, 0, 2 ** 32]]) {
+        expect(() => tensor.gatherRows(bad, untouched)).toThrow(expect.objectContaining({ code: 'ROW_OUT_OF_RANGE' }));
+      }
+      expect(() => tensor.gatherRows(Int32Array.of(0, -5, 1, 2), untouched)).toThrow(expect.objectContaining({ code: 'ROW_OUT_OF_RANGE' }));
+      expect(() => tensor.gatherRows([0, 1, 2, 3], new Float32Array(4 * rowLength - 1))).toThrow(expect.objectContaining({ code: 'OUTPUT_TOO_SMALL' }));
+      expect(untouched.every((v) => v === 7)).toBe(true);
+      expect(tensor.gatherRows([])).toHaveLength(0);
+    } finally {
+      close();
+    }
+  });
+
+  it('after close() it is CLOSED, for the sync and async forms', async () => {
+    const { tensor, close } = tensorOf('Q8_0');
+    close();
+    expect(() => tensor.gatherRows([1])).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    await expect(tensor.gatherRowsAsync([1])).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
+  for (const type of ['Q4_K', 'IQ3_S', 'F16']) {
+    it(`${type}: gatherRowsAsync gives the same bits, in one part or several, into out or a new array`, async () => {
+      const { tensor, bytes, rowBytes, close } = tensorOf(type);
+      try {
+        const ids = Array.from({ length: 300 }, (_, i) => (i * 7919) % ROWS);
+        const want = expected(type, bytes, rowBytes, ids);
+        expect(sameBits(await tensor.gatherRowsAsync(ids), want)).toBe(true);
+        expect(sameBits(await tensor.gatherRowsAsync(ids, undefined, { threads: 3 }), want)).toBe(true);
+        const out = new Float32Array(want.length);
+        expect(await tensor.gatherRowsAsync(Uint32Array.from(ids), out, { threads: 2 })).toBe(out);
+        expect(sameBits(out, want)).toBe(true);
+        let reported = 0;
+        await tensor.gatherRowsAsync(ids, undefined, { backend: 'js', onProgress: (done) => (reported = done) });
+        expect(reported).toBe(want.length);
+        await expect(tensor.gatherRowsAsync([0, ROWS])).rejects.toBeInstanceOf(GgufError);
+      } finally {
+        close();
+      }
+    });
+  }
+});
+
+describe('dequantize() without out', () => {
+  it('gives the same bits as into a preallocated array, for outputs small and large', () => {
+    for (const blocks of [3, 40_000]) {
+      const bytes = randomBytes(blocks * 144, blocks);
+      const into = dequantize('Q4_K', bytes, new Float32Array(blocks * 256));
+      const fresh = dequantize('Q4_K', bytes);
+      expect(fresh).toBeInstanceOf(Float32Array);
+      expect(sameBits(fresh, into)).toBe(true);
+      fresh[0] = 1.5; // the caller's to write
+      expect(fresh[0]).toBe(1.5);
+    }
+  });
+});
