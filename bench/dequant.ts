@@ -1,11 +1,17 @@
-// npm run bench (second part): dequantizing a TinyLlama-sized tensor (32000 x 2048 = 65.5M
-// elements, the token embedding) of every type into a preallocated Float32Array, as a ratio to
-// Float32Array.fill on the same array measured just before, in the same run. Then async: one
-// part on one libuv thread against two parts on two. Arguments, if any, restrict the first table
-// to those type names.
-import { availableParallelism } from 'node:os';
+// npm run bench: dequantizing a TinyLlama-sized tensor (32000 x 2048 = 65.5M elements, the token
+// embedding) of every type into a preallocated Float32Array, as a ratio to Float32Array.fill on
+// the same array measured just before, in the same run: the native kernels chosen for this CPU,
+// the portable C++ ones, the TypeScript ones, and gguf-py (numpy) where Python has it. Blocks are
+// ggml's own (the quantizer's output in ../shared/reference, tiled) where present, else random
+// quants with moderate scales. Then async: one part on one libuv thread against one per core.
+// Arguments, if any, restrict the first table to those type names.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { dequantize, dequantizeAsync, GGML_TYPES, nativeDequantInfo, type GgmlType } from '../lib/index.js';
 import { canDequantize, forcePortableNativeKernels } from '../lib/dequant/dequantize.js';
+import { packageRoot } from '../lib/package-root.js';
 
 const ELEMENTS = 32000 * 2048;
 
@@ -19,8 +25,23 @@ const F16_SCALES: Readonly<Record<string, number[]>> = {
   TQ1_0: [52], TQ2_0: [64],
 };
 
+/** ggml's reference blocks of the type (../shared/reference/dequant), or undefined. */
+function ggmlBlocks(type: GgmlType): Uint8Array | undefined {
+  const shared = process.env.GGUF_MMAP_SHARED ?? join(packageRoot(), '..', 'shared');
+  // Plain types (F16, BF16) there are every bit pattern, not data: they keep the synthetic values.
+  if (!type.quantized) return undefined;
+  const path = join(shared, 'reference', 'dequant', `${type.name.toLowerCase().replace(/_k$/, '_K')}.blocks.bin`);
+  return existsSync(path) ? new Uint8Array(readFileSync(path)) : undefined;
+}
+
 function benchBlocks(type: GgmlType): Uint8Array {
   const bytes = new Uint8Array((ELEMENTS / type.blockSize) * type.typeSize);
+  const real = ggmlBlocks(type);
+  if (real !== undefined && real.length >= type.typeSize) {
+    const whole = real.subarray(0, real.length - (real.length % type.typeSize));
+    for (let at = 0; at < bytes.length; at += whole.length) bytes.set(whole.subarray(0, Math.min(whole.length, bytes.length - at)), at);
+    return bytes;
+  }
   let x = 0x9e3779b9;
   for (let i = 0; i < bytes.length; i += 4) {
     x ^= x << 13;
@@ -55,20 +76,60 @@ async function medianMs(runs: number, fn: () => unknown): Promise<number> {
 
 const ratio = (ms: number, base: number) => `${(ms / base).toFixed(2)}x`;
 
+// gguf-py's names for the types it dequantizes (GGMLQuantizationType members); optional.
+const GGUF_PY = `
+import json, sys, time
+import numpy as np
+from gguf import GGMLQuantizationType, quants
+result = {}
+for name, path, rows in json.load(sys.stdin):
+    try:
+        qtype = GGMLQuantizationType[name]
+        data = np.fromfile(path, dtype=np.uint8).reshape(rows, -1)
+        quants.dequantize(data, qtype)
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            quants.dequantize(data, qtype)
+            times.append((time.perf_counter() - start) * 1000)
+        result[name] = sorted(times)[1]
+    except Exception:
+        pass
+print(json.dumps(result))
+`;
+
+/** Milliseconds gguf-py (numpy) takes per type, on the same blocks; empty when Python lacks it. */
+function ggufPy(blocks: Map<string, Uint8Array>): Map<string, number> {
+  if (spawnSync('python3', ['-c', 'import gguf, numpy'], { stdio: 'ignore' }).status !== 0) return new Map();
+  const jobs = [...blocks].map(([name, bytes]) => {
+    const path = join(tmpdir(), `gguf-mmap-bench-${name}.bin`);
+    writeFileSync(path, bytes);
+    return [name, path, 32000];
+  });
+  const r = spawnSync('python3', ['-c', GGUF_PY], { input: JSON.stringify(jobs), encoding: 'utf8', maxBuffer: 1 << 20 });
+  if (r.status !== 0) return new Map();
+  return new Map(Object.entries(JSON.parse(r.stdout) as Record<string, number>));
+}
+
 async function main(): Promise<void> {
   const out = new Float32Array(ELEMENTS);
   out.fill(1); // fault the pages in before anything is timed
   const { isa, types: nativeTypes } = nativeDequantInfo();
   const fill = () => medianMs(7, () => out.fill(1.5));
+  const only = process.argv.slice(2); // optional type names to restrict the table to
+  const types = GGML_TYPES.filter((t) => canDequantize(t) && t.name !== 'F32' && (only.length === 0 || only.includes(t.name)));
+  const blocks = new Map<string, Uint8Array>(types.map((t) => [t.name, benchBlocks(t)]));
+  const real = types.filter((t) => ggmlBlocks(t) !== undefined).length;
+  const py = ggufPy(blocks);
 
   console.log(`\nDequantize 32000 x 2048 = ${ELEMENTS.toLocaleString('en-US')} elements into a preallocated Float32Array`);
-  console.log(`(time / Float32Array.fill on the same array, measured just before; native kernels: ${isa}; median of 5, TypeScript of 3)\n`);
-  console.log('| type | fill ms | native ms | native / fill | portable C++ / fill | TypeScript ms | TypeScript / fill |');
+  console.log(`(time / Float32Array.fill on the same array, measured just before; native kernels: ${isa}; median of 5, TypeScript and gguf-py of 3;`);
+  console.log(` blocks: ggml's quantizer output tiled for ${real} types, random quants with moderate scales for the others;`);
+  console.log(` gguf-py: ${py.size > 0 ? 'numpy, same blocks' : 'not installed (optional: pip install gguf), skipped'})\n`);
+  console.log('| type | fill ms | native ms | native / fill | portable C++ / fill | TypeScript / fill | gguf-py / fill |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
-  const only = process.argv.slice(2); // optional type names to restrict the table to
-  for (const type of GGML_TYPES) {
-    if (!canDequantize(type) || type.name === 'F32' || (only.length > 0 && !only.includes(type.name))) continue;
-    const bytes = benchBlocks(type);
+  for (const type of types) {
+    const bytes = blocks.get(type.name)!;
     const base = await fill();
     let nativeCells = ['', '', ''];
     if (nativeTypes.includes(type.name)) {
@@ -79,16 +140,20 @@ async function main(): Promise<void> {
       nativeCells = [simd.toFixed(1), ratio(simd, base), ratio(portable, base)];
     }
     const ts = await medianMs(3, () => dequantize(type, bytes, out, { backend: 'js' }));
-    console.log(`| ${type.name} | ${base.toFixed(1)} | ${nativeCells.join(' | ')} | ${ts.toFixed(1)} | ${ratio(ts, base)} |`);
+    const numpy = py.get(type.name);
+    console.log(`| ${type.name} | ${base.toFixed(1)} | ${nativeCells.join(' | ')} | ${ratio(ts, base)} | ${numpy === undefined ? '' : ratio(numpy, base)} |`);
   }
 
+  // Threads pay where a kernel is bound by computing, not by writing memory: the portable
+  // kernels and the IQ types.
   const cores = availableParallelism();
   console.log(`\ndequantizeAsync, one part on one thread vs ${cores} parts on ${cores} threads (${cores} cores)\n`);
   console.log('| type | kernels | 1 thread ms | 1 thread / fill | ' + `${cores} threads ms | speed-up |`);
   console.log('|---|---|---:|---:|---:|---:|');
-  for (const name of ['Q4_K', 'Q6_K', 'Q8_0']) {
+  for (const name of ['Q4_K', 'Q6_K', 'Q8_0', 'Q3_K', 'IQ2_XXS', 'IQ3_S', 'IQ1_M']) {
     const type = GGML_TYPES.find((t) => t.name === name)!;
-    const bytes = benchBlocks(type);
+    if (only.length > 0 && !only.includes(name)) continue;
+    const bytes = blocks.get(name) ?? benchBlocks(type);
     for (const portable of [false, true]) {
       forcePortableNativeKernels(portable);
       const base = await fill();

@@ -3,7 +3,7 @@
 // /proc/PID/smaps_rollup: shared pages divided among the processes that map them) is compared with
 // N processes that fs.readFileSync the model. Mapped: about one model in total; copies: N models.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const [flag, how, file] = process.argv.slice(2);
   if (flag === '--hold') return hold(how as How, file!);
   const path = findTinyllama() ?? ensureTinyllamaDense(join(tmpdir(), 'gguf-mmap-bench-tinyllama-dense.gguf'));
-  const size = openGguf(path).fileSize;
+  const size = statSync(path).size;
   const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
   console.log(`\nmemory of ${PROCESSES} processes each reading the whole model (${mib(size)}), Pss summed (/proc/PID/smaps_rollup)`);
   console.log('| each process | Pss, sum | vs file size | per process |');

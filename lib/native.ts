@@ -26,6 +26,11 @@ export interface NativeMapping {
   status(): ArrayBuffer;
   /** An external ArrayBuffer over file bytes [offset, offset + length). */
   window(offset: number, length: number): ArrayBuffer;
+  /**
+   * Rows of the tensor at [offset, offset + length) decoded straight from the mapping (no window);
+   * false when there is no native kernel for the type (see Addon.gatherRows).
+   */
+  gatherRows(offset: number, length: number, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
   /** Lets go of the file: every window stays valid and reads zeros. Idempotent. */
   close(): void;
   /** Bytes of [offset, offset + length) in memory (mincore). */
@@ -58,7 +63,8 @@ interface Addon {
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
-  gatherRows(typeId: number, src: Uint8Array, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
+  /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
+  gatherRows(src: Uint8Array, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number, rowBytes?: number, ids?: Int32Array | Uint32Array) => NativeDequantJob;
   dequantInfo(): { isa: string; typeIds: number[] };
   forcePortableDequant(portable: boolean): void;

@@ -147,6 +147,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
                         InstanceMethod<&Mapping::LockRange>("lock"),
                         InstanceMethod<&Mapping::UnlockRange>("unlock"),
                         InstanceMethod<&Mapping::PrefetchRange>("prefetch"),
+                        InstanceMethod<&Mapping::GatherRows>("gatherRows"),
                         InstanceMethod<&Mapping::Close>("close")});
   }
 
@@ -248,6 +249,15 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     }
     *length = static_cast<size_t>(bytes);
     return region_->data() + static_cast<size_t>(offset);
+  }
+
+  // gatherRows(offset, length, typeId, rowBytes, rows, count, out, outIndex): rows of the tensor at
+  // [offset, offset + length) straight from the mapping: no ArrayBuffer over it is made, so a
+  // lookup costs V8 nothing however large the tensor.
+  Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+    size_t length;
+    const uint8_t* begin = RangeAt(info, &length);
+    return GatherRowsFrom(info, 2, begin, length);
   }
 
   // residency(offset, length): bytes of the range in memory.

@@ -12,7 +12,7 @@
 //     job.copyTo(out: Float32Array, outIndex)      or copies it into a caller's array
 //   dequantizeNew(typeId, src, nblocks): Float32Array | false
 //       the output in addon-mapped memory (huge pages when large), handed over without a copy.
-//   gatherRows(typeId, src, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
+//   gatherRows(src, typeId, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
 //       rows of a tensor, consecutive from a first row or by id (every id checked first), with
 //       the bytes of rows a few ahead prefetched.
 //   dequantInfo(): { isa, typeIds }
@@ -230,36 +230,36 @@ void PrefetchRow(const uint8_t* row, size_t bytes) {
   for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);
 }
 
-// gatherRows(typeId, src, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
-// Decodes rows of a tensor (src: its bytes, rowBytes each) into out, one after another; false
-// when there is no native kernel for typeId.
-Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+}  // namespace
+
+// Rows of a tensor whose bytes are [src, src + src_length) into out, one after another; the
+// arguments from info[first]: typeId, rowBytes, rows (number | Int32Array | Uint32Array), count,
+// out, outIndex. False when there is no native kernel for typeId.
+Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const uint8_t* src, size_t src_length) {
   Napi::Env env = info.Env();
-  if (info.Length() < 7 || !info[0].IsNumber() || !info[2].IsNumber() || !info[4].IsNumber()) {
-    throw Napi::TypeError::New(env, "gatherRows(typeId, src, rowBytes, rows, count, out, outIndex)");
+  if (info.Length() < first + 6 || !info[first].IsNumber() || !info[first + 1].IsNumber() || !info[first + 3].IsNumber()) {
+    throw Napi::TypeError::New(env, "gatherRows(..., typeId, rowBytes, rows, count, out, outIndex)");
   }
   DequantKernel kernel;
-  if (!FindDequantKernel(info[0].As<Napi::Number>().Int32Value(), &kernel)) return Napi::Boolean::New(env, false);
-  TypedSpan src = GetTypedSpan(env, info[1], "src");
-  if (src.type != napi_uint8_array) throw Napi::TypeError::New(env, "src must be a Uint8Array");
-  const double row_bytes_arg = info[2].As<Napi::Number>().DoubleValue();
-  const double count_arg = info[4].As<Napi::Number>().DoubleValue();
+  if (!FindDequantKernel(info[first].As<Napi::Number>().Int32Value(), &kernel)) return Napi::Boolean::New(env, false);
+  const double row_bytes_arg = info[first + 1].As<Napi::Number>().DoubleValue();
+  const double count_arg = info[first + 3].As<Napi::Number>().DoubleValue();
   if (!IsWholeNumber(row_bytes_arg) || row_bytes_arg == 0 || !IsWholeNumber(count_arg) ||
       static_cast<size_t>(row_bytes_arg) % kernel.type_size != 0) {
     throw Napi::RangeError::New(env, "gatherRows: rowBytes must be a whole number of blocks");
   }
   const size_t row_bytes = static_cast<size_t>(row_bytes_arg), count = static_cast<size_t>(count_arg);
   const size_t row_blocks = row_bytes / kernel.type_size, row_floats = row_blocks * kernel.block_size;
-  const RowList rows = ParseRows(env, info[3], count, src.length / row_bytes);
-  float* out = OutputAt(info, 5, count * row_floats);
+  const RowList rows = ParseRows(env, info[first + 2], count, src_length / row_bytes);
+  float* out = OutputAt(info, first + 4, count * row_floats);
   if (count == 0) return Napi::Boolean::New(env, true);
   if (rows.ids == nullptr) {
-    kernel.fn(src.data + rows.first * row_bytes, count * row_blocks, out);
+    kernel.fn(src + rows.first * row_bytes, count * row_blocks, out);
     return Napi::Boolean::New(env, true);
   }
   auto row_at = [&](size_t i) {
     const uint64_t id = rows.unsigned_ids ? static_cast<uint32_t>(rows.ids[i]) : static_cast<uint64_t>(rows.ids[i]);
-    return src.data + id * row_bytes;
+    return src + id * row_bytes;
   };
   for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(row_at(i), row_bytes);
   for (size_t i = 0; i < count; i++, out += row_floats) {
@@ -267,6 +267,16 @@ Napi::Value GatherRows(const Napi::CallbackInfo& info) {
     kernel.fn(row_at(i), row_blocks, out);
   }
   return Napi::Boolean::New(env, true);
+}
+
+namespace {
+
+// gatherRows(src: Uint8Array, typeId, rowBytes, rows, count, out, outIndex): rows of a tensor in
+// memory JavaScript holds (a mapped file's rows go through Mapping.gatherRows, with no window).
+Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+  TypedSpan src = GetTypedSpan(info.Env(), info.Length() > 0 ? info[0] : info.Env().Undefined(), "src");
+  if (src.type != napi_uint8_array) throw Napi::TypeError::New(info.Env(), "src must be a Uint8Array");
+  return GatherRowsFrom(info, 1, src.data, src.length);
 }
 
 // One run() in flight: its blocks, its promise, and a hold on the job's memory.

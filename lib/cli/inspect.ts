@@ -57,7 +57,7 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
   const split = g.parts.length > 1;
   // A split model: its parts, and each tensor's part (its offset stays relative to that part).
   if (split) write(`,"parts":${JSON.stringify(g.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
-  write(`,"summary":${JSON.stringify(g.summary())}`);
+  writeSummaryJson(g, write);
   write(',"tensors":[');
   g.tensors.forEach((t, i) => {
     const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes, ...(split ? { part: t.part } : {}) };
@@ -65,6 +65,25 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
     write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
   });
   write(']}\n');
+}
+
+/**
+ * summary() as JSON, its hyperparameters spelled as the metadata is (64-bit integers as decimal
+ * strings, non-finite floats by name, -0 kept), written from the metadata itself, in file order;
+ * absent fields are null.
+ */
+function writeSummaryJson(g: GgufFile, write: (chunk: string) => void): void {
+  const s = g.summary();
+  const field = (v: string | number | undefined) => (v === undefined ? 'null' : JSON.stringify(v));
+  write(`,"summary":{"architecture":${field(s.architecture)},"name":${field(s.name)},"fileType":${field(s.fileType)}`);
+  write(`,"parameters":${s.parameters},"bytes":${s.bytes},"bitsPerWeight":${s.bitsPerWeight},"byType":${JSON.stringify(s.byType)},"hyperparameters":{`);
+  Object.keys(s.hyperparameters).forEach((name, i) => {
+    const key = `${s.architecture}.${name}`;
+    const info = g.metadata.info(key)!;
+    const value = info.arrayType === undefined ? jsonScalar(g.metadata.get(key)!, info.type) : `[${Array.from(g.metadata.array(key)!.values(), (v) => jsonScalar(v, info.arrayType)).join(',')}]`;
+    write(`${i === 0 ? '' : ','}${JSON.stringify(name)}:${value}`);
+  });
+  write(`},"vocabularySize":${field(s.vocabularySize)},"parts":${s.parts},"fileBytes":${s.fileBytes}}`);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { summarize, type ModelSummary } from './summary.js';
+import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GgufMetadata } from './metadata.js';
@@ -107,15 +107,17 @@ export class GgufFile implements Disposable {
       wideCounts: layout.version >= 2,
       closed: () => source.closed,
     });
+    this.hyperparameters = hyperparametersOf(this.metadata);
   }
 
   private summaryMade: ModelSummary | undefined;
+  private readonly hyperparameters: ModelSummary['hyperparameters'];
   /**
    * Architecture, parameter count, bytes and bits per weight by tensor type, the architecture's
    * hyperparameters as numbers; across every part of a split model. From the header alone.
    */
   summary(): ModelSummary {
-    this.summaryMade ??= summarize(this.metadata, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
+    this.summaryMade ??= summarize(this.metadata, this.hyperparameters, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
     return this.summaryMade;
   }
 

@@ -19,7 +19,7 @@ export interface ByteSource {
   head(minLength?: number): DataView | undefined;
   /** A buffer holding all of [offset, offset + length); the range is inside the file. */
   locate(offset: number, length: number): Located;
-  /** Ranges up to this long never need a window of their own. */
+  /** Ranges up to this long that start at a multiple of it never need a window of their own. */
   readonly sliceLength: number;
   /** Whether locate() hands out views of the file's memory (else each range is read into a copy). */
   readonly zeroCopy: boolean;
@@ -66,8 +66,11 @@ export class MemorySource implements ByteSource {
   get size(): number {
     return this.bytes.byteLength;
   }
-  head(minLength = 0): DataView | undefined {
-    if (minLength > this.bytes.byteLength) return undefined;
+  private headGiven = false;
+  /** All of the bytes, once: they cannot grow. */
+  head(): DataView | undefined {
+    if (this.headGiven) return undefined;
+    this.headGiven = true;
     return new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
   locate(offset: number): Located {
@@ -101,9 +104,9 @@ const GRID_WINDOW = 32 << 20;
 
 /**
  * A file mapped by the addon, seen through windows (ArrayBuffers over parts of the mapping) created
- * when first needed: a grid of windows of `windowSize` bytes, each starting half a window after the
- * previous one, so that any range up to half a window lies wholly inside one of them; a longer
- * range gets a window of exactly its own bytes, up to `maxRange` (buffer.constants.MAX_LENGTH, 4
+ * when first needed: the file cut into windows of `windowSize` bytes, side by side, so that reading
+ * a whole model makes about its size in windows; a range across a window's end, or longer than
+ * one, gets a window of exactly its own bytes, up to `maxRange` (buffer.constants.MAX_LENGTH, 4
  * GiB on Node 20, or `maxWindowBytes`).
  */
 export class MappedSource implements ByteSource {
@@ -111,7 +114,6 @@ export class MappedSource implements ByteSource {
   readonly zeroCopy = true;
   readonly windowSize: number;
   readonly maxRange: number;
-  private readonly stride: number;
   private readonly mapping: NativeMapping;
   /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
   private readonly status: Uint32Array;
@@ -127,10 +129,9 @@ export class MappedSource implements ByteSource {
     this.mapping = mapFile(path, limit);
     this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
-    const pages = (n: number) => (this.size <= n ? this.size : Math.floor(n / PAGE) * PAGE);
-    this.maxRange = pages(limit);
-    this.windowSize = pages(Math.min(limit, GRID_WINDOW));
-    this.stride = Math.max(PAGE, Math.floor(this.windowSize / 2 / PAGE) * PAGE);
+    this.maxRange = Math.min(limit, this.size);
+    // Page multiples, so that windows start on pages.
+    this.windowSize = this.size === 0 ? PAGE : this.size <= Math.min(limit, GRID_WINDOW) ? this.size : Math.max(PAGE, Math.floor(Math.min(limit, GRID_WINDOW) / PAGE) * PAGE);
   }
 
   /** Asked for by verify() only, so opening does not pay for it. */
@@ -140,7 +141,7 @@ export class MappedSource implements ByteSource {
   }
 
   get sliceLength(): number {
-    return this.stride;
+    return this.windowSize;
   }
 
   /** False when the kernel refused a writable private mapping (strict overcommit): see README. */
@@ -179,12 +180,12 @@ export class MappedSource implements ByteSource {
         offset,
       );
     }
-    // The first grid window that reaches the range's end; it holds the range if it starts by its
-    // start. A file that fits in one grid window always uses window 0.
-    const gridStart = Math.max(0, Math.ceil((offset + length - this.windowSize) / this.stride)) * this.stride;
-    if (gridStart <= offset) {
-      const buffer = this.window('grid', gridStart, Math.min(this.windowSize, this.size - gridStart));
-      return { buffer, byteOffset: offset - gridStart };
+    // The window the range starts in holds it if it ends by the window's end. A file that fits
+    // in one window always uses window 0.
+    const start = offset - (offset % this.windowSize);
+    if (offset + length <= start + this.windowSize) {
+      const buffer = this.window('grid', start, Math.min(this.windowSize, this.size - start));
+      return { buffer, byteOffset: offset - start };
     }
     return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
   }

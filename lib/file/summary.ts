@@ -27,7 +27,10 @@ export interface ModelSummary {
   readonly bitsPerWeight: number;
   /** By tensor type, most bytes first. */
   readonly byType: readonly TypeSummary[];
-  /** Number-valued `<architecture>.*` keys without the prefix (`context_length`, `attention.head_count`, ...): arrays of numbers as number[]. */
+  /**
+   * Number-valued `<architecture>.*` keys without the prefix (`context_length`,
+   * `attention.head_count`, ...); arrays of up to 4,096 numbers as number[] (65,536 in all).
+   */
   readonly hyperparameters: Readonly<Record<string, number | readonly number[]>>;
   /** Length of `tokenizer.ggml.tokens`, or undefined. */
   readonly vocabularySize: number | undefined;
@@ -37,14 +40,49 @@ export interface ModelSummary {
 }
 
 const NUMBER_TYPES = new Set(['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'UINT64', 'INT64', 'FLOAT64']);
-// Per-layer values (head counts of OpenELM-like models) are arrays; longer ones are data, not hyperparameters.
 const MAX_HYPERPARAMETER_ARRAY = 4096;
+const MAX_HYPERPARAMETER_NUMBERS = 65_536;
 
 function safeNumber(value: unknown): number | undefined {
   return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : undefined;
 }
 
-export function summarize(metadata: GgufMetadata, tables: readonly TensorTable[], fileBytes: number): ModelSummary {
+/**
+ * Number-valued `<architecture>.*` keys without the prefix, read at open (so summary() works
+ * after close()). Per-layer arrays of up to 4,096 numbers are kept, up to 65,536 numbers in all:
+ * anything longer is data, not a hyperparameter, and would make the summary as large as a header.
+ */
+export function hyperparametersOf(metadata: GgufMetadata): Readonly<Record<string, number | readonly number[]>> {
+  // A null prototype: a key named __proto__ stays a key.
+  const hyperparameters: Record<string, number | readonly number[]> = Object.create(null);
+  const architecture = architectureOf(metadata);
+  if (architecture === undefined) return Object.freeze(hyperparameters);
+  const prefix = `${architecture}.`;
+  let budget = MAX_HYPERPARAMETER_NUMBERS;
+  for (const key of metadata.keys()) {
+    if (!key.startsWith(prefix)) continue;
+    const info = metadata.info(key)!;
+    const name = key.slice(prefix.length);
+    if (NUMBER_TYPES.has(info.type)) {
+      hyperparameters[name] = safeNumber(metadata.get(key))!;
+    } else if (info.arrayType !== undefined && NUMBER_TYPES.has(info.arrayType) && info.length! <= Math.min(MAX_HYPERPARAMETER_ARRAY, budget)) {
+      budget -= info.length!;
+      hyperparameters[name] = Object.freeze(Array.from(metadata.get(key) as ArrayLike<number | bigint>, (v) => safeNumber(v)!));
+    }
+  }
+  return Object.freeze(hyperparameters);
+}
+
+function architectureOf(metadata: GgufMetadata): string | undefined {
+  return metadata.type('general.architecture') === 'STRING' ? metadata.getString('general.architecture') : undefined;
+}
+
+export function summarize(
+  metadata: GgufMetadata,
+  hyperparameters: Readonly<Record<string, number | readonly number[]>>,
+  tables: readonly TensorTable[],
+  fileBytes: number,
+): ModelSummary {
   const byType = new Map<number, { tensors: number; parameters: number; bytes: number }>();
   let parameters = 0;
   let bytes = 0;
@@ -66,32 +104,16 @@ export function summarize(metadata: GgufMetadata, tables: readonly TensorTable[]
   const types = [...byType]
     .map(([id, e]) => ({ type: ggmlTypeById(id)!.name, ...e, bitsPerWeight: bits(e.bytes, e.parameters) }))
     .sort((a, b) => b.bytes - a.bytes || a.type.localeCompare(b.type));
-
-  const architecture = metadata.type('general.architecture') === 'STRING' ? metadata.getString('general.architecture') : undefined;
-  // A null prototype: a key named __proto__ stays a key.
-  const hyperparameters: Record<string, number | readonly number[]> = Object.create(null);
-  if (architecture !== undefined) {
-    const prefix = `${architecture}.`;
-    for (const key of metadata.keys()) {
-      if (!key.startsWith(prefix)) continue;
-      const info = metadata.info(key)!;
-      const name = key.slice(prefix.length);
-      if (NUMBER_TYPES.has(info.type)) hyperparameters[name] = safeNumber(metadata.get(key))!;
-      else if (info.arrayType !== undefined && NUMBER_TYPES.has(info.arrayType) && info.length! <= MAX_HYPERPARAMETER_ARRAY) {
-        hyperparameters[name] = Object.freeze(Array.from(metadata.get(key) as ArrayLike<number | bigint>, (v) => safeNumber(v)!));
-      }
-    }
-  }
   const fileType = metadata.type('general.file_type');
   return Object.freeze({
-    architecture,
+    architecture: architectureOf(metadata),
     name: metadata.type('general.name') === 'STRING' ? metadata.getString('general.name') : undefined,
     fileType: fileType !== undefined && NUMBER_TYPES.has(fileType) ? safeNumber(metadata.get('general.file_type')) : undefined,
     parameters,
     bytes,
     bitsPerWeight: bits(bytes, parameters),
     byType: Object.freeze(types.map((t) => Object.freeze(t))),
-    hyperparameters: Object.freeze(hyperparameters),
+    hyperparameters,
     vocabularySize: metadata.info('tokenizer.ggml.tokens')?.length,
     parts: tables.length,
     fileBytes,

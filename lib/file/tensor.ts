@@ -3,12 +3,13 @@ import type { GgmlType, GgmlTypeName } from '../format/ggml-types.js';
 import { canView, elementsAt } from '../format/elements.js';
 import { GgufError } from '../errors.js';
 import type { TensorRecord } from '../format/tensor-table.js';
-import type { ByteSource } from './source.js';
+import { MappedSource, type ByteSource } from './source.js';
 import {
   dequantizeAsyncAt,
   dequantizeAt,
   gatherRowsAsyncAt,
   gatherRowsNative,
+  type RowSource,
   type DequantizeAsyncOptions,
   type DequantizeOptions,
 } from '../dequant/dequantize.js';
@@ -219,7 +220,17 @@ export class GgufTensor {
     try {
       const list = this.rowIds(ids);
       this.source.check(this.fileOffset);
-      return gatherRowsAsyncAt(this.ggmlType, this.bytes, this.rowBytes(), list, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
+      // The job reads the rows' span only (rows lo..hi), with ids counted from lo.
+      let lo = list.length === 0 ? 0 : Infinity;
+      let hi = 0;
+      for (let i = 0; i < list.length; i++) {
+        lo = Math.min(lo, list[i]!);
+        hi = Math.max(hi, list[i]!);
+      }
+      const rowBytes = this.rowBytes();
+      const rebased = lo === 0 ? list : Uint32Array.from(list, (id) => id - lo);
+      const span = this.rangeBytes(lo * rowBytes, list.length === 0 ? 0 : (hi - lo + 1) * rowBytes);
+      return gatherRowsAsyncAt(this.ggmlType, span, rowBytes, rebased, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, lo * rowBytes));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -249,10 +260,13 @@ export class GgufTensor {
       throw new GgufError('OUTPUT_TOO_SMALL', `out holds ${out.length} floats, ${count * rowLength} needed`, this.fileOffset);
     }
     const rowBytes = this.rowBytes();
-    // Views of the file (mapped or in memory): one native call over the tensor's bytes.
+    // A mapped file: one native call reading the mapping itself (no window over the tensor, which
+    // for a large embedding would count hundreds of MB with V8); bytes in memory: a view of them.
     if (this.source.zeroCopy && count > 0) {
       const target = out ?? new Float32Array(count * rowLength);
-      if (gatherRowsNative(this.ggmlType, this.bytes, rowBytes, rows, count, target, { ...options, littleEndian: this.littleEndian })) return target;
+      const source = this.source;
+      const where = (): RowSource => (source instanceof MappedSource ? { mapping: source.pages(), offset: this.fileOffset, length: this.nbytes } : { bytes: this.bytes });
+      if (gatherRowsNative(this.ggmlType, where, rowBytes, rows, count, target, { ...options, littleEndian: this.littleEndian })) return target;
     }
     if (typeof rows === 'number') {
       return dequantizeAt(this.ggmlType, this.rangeBytes(rows * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, rows * rowBytes));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dequantize, GgufError, ggmlTypeByName, nativeDequantInfo, openGguf, writeGgufFile, type GgufTensor } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
+import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 
 const dir = tempDir();
 const ROWS = 40;
@@ -120,6 +121,23 @@ describe('gatherRows', () => {
       }
     });
   }
+});
+
+describe.skipIf(READ_MODE)(mmapOnly('row lookups on a mapped file read the mapping itself'), () => {
+  it('no window over the tensor: a row of a tensor larger than any window decodes, and V8 counts no new ArrayBuffer', () => {
+    const rows = 1024;
+    const bytes = randomBytes(rows * 2 * 144, 99);
+    const path = join(dir, 'big-embedding.gguf');
+    writeGgufFile(path, { tensors: [{ name: 'embd', type: 'Q4_K', shape: [512, rows], data: bytes }] });
+    using g = openGguf(path, { maxWindowBytes: 65536 }); // the tensor (288 KiB) fits no window
+    const embd = g.tensor('embd')!;
+    expect(() => embd.bytes).toThrow(expect.objectContaining({ code: 'TENSOR_TOO_LARGE' }));
+    const before = process.memoryUsage().external;
+    const ids = [1023, 0, 512, 7];
+    expect(sameBits(embd.gatherRows(ids), expected('Q4_K', bytes, 288, ids))).toBe(true);
+    expect(sameBits(embd.dequantizeRows(1000, 2), expected('Q4_K', bytes, 288, [1000, 1001]))).toBe(true);
+    expect(process.memoryUsage().external - before).toBeLessThan(64 * 1024);
+  });
 });
 
 describe('dequantize() without out', () => {

@@ -5,6 +5,7 @@ import { openGguf, writeGgufFile } from '../../lib/index.js';
 import { ensureTinyllamaShaped } from '../../scripts/tinyllama-shape.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { writeInspectJson } from '../../lib/cli/inspect.js';
 
 const dir = tempDir();
 
@@ -76,6 +77,29 @@ describe('summary', () => {
     expect(JSON.parse(JSON.stringify(s)).hyperparameters.__proto__).toBe(7);
     expect([s.parameters, s.bytes, s.bitsPerWeight]).toEqual([128, 136, 8.5]);
     expect([s.name, s.fileType, s.vocabularySize]).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('works after close(); inspect --json spells hyperparameters as the metadata (64-bit exact, NaN by name, -0 kept); long arrays are left out', () => {
+    const path = join(dir, 'json.gguf');
+    writeGgufFile(path, {
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'x' },
+        'x.big': { type: 'UINT64', value: 2n ** 60n + 1n },
+        'x.nan': { type: 'FLOAT32', value: Number.NaN },
+        'x.negz': { type: 'FLOAT32', value: -0 },
+        'x.per_layer': { type: 'ARRAY', arrayType: 'UINT32', value: [1, 2] },
+        'x.long': { type: 'ARRAY', arrayType: 'FLOAT32', value: new Array(4097).fill(1) },
+      },
+      tensors: [],
+    });
+    const g = openGguf(path);
+    let json = '';
+    writeInspectJson(g, (chunk) => (json += chunk));
+    g.close();
+    expect(Object.keys(g.summary().hyperparameters)).toEqual(['big', 'nan', 'negz', 'per_layer']);
+    expect(g.summary().hyperparameters.per_layer).toEqual([1, 2]);
+    expect(json).toContain('"hyperparameters":{"big":"1152921504606846977","nan":"NaN","negz":-0,"per_layer":[1,2]}');
+    expect(JSON.parse(json).summary).toMatchObject({ architecture: 'x', name: null, parameters: 0 });
   });
 
   it('no architecture, or one that is not a string: no hyperparameters, no error', () => {

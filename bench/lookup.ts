@@ -1,0 +1,116 @@
+// npm run bench: embedding lookups, the hottest read of a service (one row of token_embd per
+// token). A TinyLlama-shaped Q4_K embedding (32,000 rows of 2,048; realistic blocks: moderate
+// scales, random quants) is mapped and brought into memory; then, for 512 random token ids:
+// one dequantizeRows call per id, one gatherRows call for all, and as the baseline measured in the
+// same run, copying each row out of the whole table dequantized to float32 beforehand (what a
+// service caching floats would do). Also dequantize() of the whole table with and without `out`.
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openGguf, writeGgufFile } from '../lib/index.js';
+import { findTinyllama } from '../scripts/tinyllama.js';
+
+const ROWS = 32000;
+const ROW = 2048;
+const BATCH = 512;
+const TRIALS = 41;
+
+/** Q4_K blocks as a quantizer writes them: f16 d and dmin around 1/256 to 1/64, random scales and quants. */
+function realisticQ4K(blocks: number): Uint8Array {
+  const bytes = new Uint8Array(blocks * 144);
+  let x = 0x12345678;
+  for (let i = 0; i < bytes.length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bytes[i] = x & 255;
+  }
+  for (let o = 0; o < bytes.length; o += 144) {
+    bytes[o + 1] = 0x1c + (bytes[o + 1]! & 3); // d: f16 exponent around 2^-8
+    bytes[o + 3] = 0x1c + (bytes[o + 3]! & 3); // dmin
+  }
+  return bytes;
+}
+
+function embeddingFile(): { path: string; name: string } {
+  const real = findTinyllama();
+  if (real !== undefined) return { path: real, name: 'token_embd.weight' };
+  const path = join(tmpdir(), 'gguf-mmap-bench-embedding-q4k.gguf');
+  if (!existsSync(path)) {
+    writeGgufFile(path, { tensors: [{ name: 'token_embd.weight', type: 'Q4_K', shape: [ROW, ROWS], data: realisticQ4K((ROWS * ROW) / 256) }] });
+  }
+  return { path, name: 'token_embd.weight' };
+}
+
+function randomIds(): Int32Array {
+  return Int32Array.from({ length: BATCH }, () => Math.floor(Math.random() * ROWS));
+}
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!;
+const quantile = (v: number[], q: number) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor(q * v.length))]!;
+
+/** Nanoseconds per row: median over TRIALS batches of 512 fresh random ids. */
+function perRow(run: (ids: Int32Array) => void): number {
+  run(randomIds()); // warm-up
+  const times: number[] = [];
+  for (let t = 0; t < TRIALS; t++) {
+    const ids = randomIds();
+    const start = process.hrtime.bigint();
+    run(ids);
+    times.push(Number(process.hrtime.bigint() - start) / BATCH);
+  }
+  return median(times);
+}
+
+async function main(): Promise<void> {
+  const { path, name } = embeddingFile();
+  using g = openGguf(path);
+  await g.prefetch({ tensors: [name] });
+  const embedding = g.tensor(name)!;
+  const out = new Float32Array(BATCH * ROW);
+  const row = new Float32Array(ROW);
+  const table = embedding.dequantize();
+
+  const copy = perRow((ids) => {
+    for (let i = 0; i < ids.length; i++) out.set(table.subarray(ids[i]! * ROW, (ids[i]! + 1) * ROW), i * ROW);
+  });
+  const single = perRow((ids) => {
+    for (let i = 0; i < ids.length; i++) embedding.dequantizeRows(ids[i]!, 1, row);
+  });
+  const batch = perRow((ids) => embedding.gatherRows(ids, out));
+  // Single calls one by one, for the tail.
+  const calls: number[] = [];
+  for (let t = 0; t < 8; t++) {
+    for (const id of randomIds()) {
+      const start = process.hrtime.bigint();
+      embedding.dequantizeRows(id, 1, row);
+      calls.push(Number(process.hrtime.bigint() - start));
+    }
+  }
+
+  const whole = new Float32Array(ROWS * ROW);
+  const times = (f: () => unknown) => {
+    f();
+    const t: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const start = performance.now();
+      f();
+      t.push(performance.now() - start);
+    }
+    return median(t);
+  };
+  const withOut = times(() => embedding.dequantize(whole));
+  const withoutOut = times(() => embedding.dequantize());
+
+  console.log(`\nembedding lookups: ${name} (Q4_K, ${ROWS} x ${ROW}) of ${path}, ${BATCH} random ids, median of ${TRIALS} batches`);
+  console.log('| lookup | per row | vs copying a cached float32 row |');
+  console.log('|---|---:|---:|');
+  console.log(`| copy from a float32 table dequantized beforehand (baseline) | ${copy.toFixed(0)} ns | 1x |`);
+  console.log(`| \`dequantizeRows(id, 1, out)\`, one call per id | ${single.toFixed(0)} ns | ${(single / copy).toFixed(2)}x |`);
+  console.log(`| \`gatherRows(ids, out)\`, one call for ${BATCH} | ${batch.toFixed(0)} ns | ${(batch / copy).toFixed(2)}x |`);
+  console.log(`single calls timed one by one: p50 ${quantile(calls, 0.5)} ns, p99 ${quantile(calls, 0.99)} ns (the timer adds ~30-60 ns)`);
+  console.log(`\nthe whole embedding: dequantize(out) ${withOut.toFixed(1)} ms, dequantize() ${withoutOut.toFixed(1)} ms (${(withoutOut / withOut).toFixed(2)}x)`);
+  console.log(`targets: gatherRows <= 200 ns/row: ${batch.toFixed(0)} (${batch <= 200 ? 'met' : 'not met'}); dequantizeRows <= 300 ns/call: ${single.toFixed(0)} (${single <= 300 ? 'met' : 'not met'}); without out <= 2x with out: ${(withoutOut / withOut).toFixed(2)}x (${withoutOut <= 2 * withOut ? 'met' : 'not met'})`);
+}
+
+await main();
