@@ -2,7 +2,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
-import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob, type NativeMapping } from '../native.js';
+import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
 import { checkBuffer } from '../file/source.js';
 import { TS_KERNELS } from './kernels.js';
 import { tableBytes, type TableName } from './tables.js';
@@ -176,30 +176,18 @@ export function dequantizeAt(
   return target;
 }
 
-/** Where a tensor's bytes are for a native row lookup: a range of a mapping (no window needed) or bytes JS holds. */
-export type RowSource = { mapping: NativeMapping; offset: number; length: number } | { bytes: Uint8Array };
-
 /**
- * Rows of a tensor (`rowBytes` each) into `out` (room checked by the caller), by the native
- * kernels: `rows` is the first of `count` consecutive rows, or their ids (checked by the caller).
- * False when the native kernels cannot do it (no addon, no kernel for the type, backend 'js',
- * big-endian plain data): the caller decodes row by row.
+ * Whether the native kernels decode rows of this type (the addon loaded, a kernel for the type,
+ * backend not 'js', and little-endian data or quantized blocks). False for an invalid backend:
+ * the caller's fallback through plan() reports it.
  */
-export function gatherRowsNative(
-  type: GgmlType,
-  source: () => RowSource,
-  rowBytes: number,
-  rows: number | Int32Array | Uint32Array,
-  count: number,
-  out: Float32Array,
-  options: DequantizeOptions,
-): boolean {
-  if (!(options.backend === undefined || options.backend === 'auto' || options.backend === 'native')) return false; // plan() reports it
-  if (!((options.littleEndian ?? true) || type.quantized) || !nativeTypeIds().has(type.id)) return false;
-  const from = source();
-  return 'mapping' in from
-    ? from.mapping.gatherRows(from.offset, from.length, type.id, rowBytes, rows, count, out, 0)
-    : addon().gatherRows(from.bytes, type.id, rowBytes, rows, count, out, 0);
+export function nativeRows(type: GgmlType, backend: DequantBackend | undefined, littleEndian: boolean): boolean {
+  return (backend === undefined || backend === 'auto' || backend === 'native') && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
+}
+
+/** Rows of a tensor in memory JS holds (`tensorBytes`) into `out`; see Addon.gatherRows. */
+export function gatherRowsFromBytes(type: GgmlType, tensorBytes: Uint8Array, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array): boolean {
+  return addon().gatherRows(tensorBytes, type.id, rowBytes, rows, count, out, 0);
 }
 
 /**

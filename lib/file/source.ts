@@ -190,7 +190,7 @@ export class MappedSource implements ByteSource {
     return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
   }
 
-  /** The mapping itself, for page-cache calls (page-cache.ts); CLOSED or FILE_CHANGED first. */
+  /** The mapping itself, for page-cache calls and row lookups; CLOSED or FILE_CHANGED first. */
   pages(): NativeMapping {
     this.check(0);
     return this.mapping;

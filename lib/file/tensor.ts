@@ -8,8 +8,8 @@ import {
   dequantizeAsyncAt,
   dequantizeAt,
   gatherRowsAsyncAt,
-  gatherRowsNative,
-  type RowSource,
+  gatherRowsFromBytes,
+  nativeRows,
   type DequantizeAsyncOptions,
   type DequantizeOptions,
 } from '../dequant/dequantize.js';
@@ -262,11 +262,14 @@ export class GgufTensor {
     const rowBytes = this.rowBytes();
     // A mapped file: one native call reading the mapping itself (no window over the tensor, which
     // for a large embedding would count hundreds of MB with V8); bytes in memory: a view of them.
-    if (this.source.zeroCopy && count > 0) {
+    const source = this.source;
+    if (source.zeroCopy && count > 0 && nativeRows(this.ggmlType, options.backend, this.littleEndian)) {
       const target = out ?? new Float32Array(count * rowLength);
-      const source = this.source;
-      const where = (): RowSource => (source instanceof MappedSource ? { mapping: source.pages(), offset: this.fileOffset, length: this.nbytes } : { bytes: this.bytes });
-      if (gatherRowsNative(this.ggmlType, where, rowBytes, rows, count, target, { ...options, littleEndian: this.littleEndian })) return target;
+      const done =
+        source instanceof MappedSource
+          ? source.pages().gatherRows(this.fileOffset, this.nbytes, this.typeId, rowBytes, rows, count, target, 0)
+          : gatherRowsFromBytes(this.ggmlType, this.bytes, rowBytes, rows, count, target);
+      if (done) return target;
     }
     if (typeof rows === 'number') {
       return dequantizeAt(this.ggmlType, this.rangeBytes(rows * rowBytes, count * rowBytes), out, ...this.dequantArgs(options, rows * rowBytes));
