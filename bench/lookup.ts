@@ -88,19 +88,22 @@ async function main(): Promise<void> {
     }
   }
 
+  // The whole table, as a service would between requests: the event loop turns between calls,
+  // so results dropped earlier are collected (and their memory reused) as they would be.
   const whole = new Float32Array(ROWS * ROW);
-  const times = (f: () => unknown) => {
-    f();
+  const times = async (f: () => unknown) => {
     const t: number[] = [];
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
       const start = performance.now();
       f();
       t.push(performance.now() - start);
     }
-    return median(t);
+    return median(t.slice(1));
   };
-  const withOut = times(() => embedding.dequantize(whole));
-  const withoutOut = times(() => embedding.dequantize());
+  const withOut = await times(() => embedding.dequantize(whole));
+  const withoutOut = await times(() => embedding.dequantize());
+  const fresh = await times(() => embedding.dequantize(new Float32Array(ROWS * ROW)));
 
   console.log(`\nembedding lookups: ${name} (Q4_K, ${ROWS} x ${ROW}) of ${path}, ${BATCH} random ids, median of ${TRIALS} batches`);
   console.log('| lookup | per row | vs copying a cached float32 row |');
@@ -109,7 +112,7 @@ async function main(): Promise<void> {
   console.log(`| \`dequantizeRows(id, 1, out)\`, one call per id | ${single.toFixed(0)} ns | ${(single / copy).toFixed(2)}x |`);
   console.log(`| \`gatherRows(ids, out)\`, one call for ${BATCH} | ${batch.toFixed(0)} ns | ${(batch / copy).toFixed(2)}x |`);
   console.log(`single calls timed one by one: p50 ${quantile(calls, 0.5)} ns, p99 ${quantile(calls, 0.99)} ns (the timer adds ~30-60 ns)`);
-  console.log(`\nthe whole embedding: dequantize(out) ${withOut.toFixed(1)} ms, dequantize() ${withoutOut.toFixed(1)} ms (${(withoutOut / withOut).toFixed(2)}x)`);
+  console.log(`\nthe whole embedding (median of 7 calls, the event loop turning between): dequantize(out) ${withOut.toFixed(1)} ms, dequantize() ${withoutOut.toFixed(1)} ms (${(withoutOut / withOut).toFixed(2)}x), dequantize(new Float32Array(n)) ${fresh.toFixed(1)} ms (${(fresh / withOut).toFixed(2)}x)`);
   console.log(`targets: gatherRows <= 200 ns/row: ${batch.toFixed(0)} (${batch <= 200 ? 'met' : 'not met'}); dequantizeRows <= 300 ns/call: ${single.toFixed(0)} (${single <= 300 ? 'met' : 'not met'}); without out <= 2x with out: ${(withoutOut / withOut).toFixed(2)}x (${withoutOut <= 2 * withOut ? 'met' : 'not met'})`);
 }
 

@@ -24,6 +24,8 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <new>
 #include <string>
 #include <vector>
@@ -56,13 +58,17 @@ TypedSpan GetTypedSpan(Napi::Env env, Napi::Value value, const char* what) {
 bool IsWholeNumber(double v) { return v >= 0 && v <= 9007199254740991.0 && v == static_cast<double>(static_cast<size_t>(v)); }
 
 // Float output memory owned by native code until handed to JS. Large outputs ask for huge
-// pages, so the first write faults once per 2 MiB instead of once per 4 KiB.
+// pages, so the first write faults once per 2 MiB instead of once per 4 KiB. The last large one
+// freed is kept for the next (MADV_FREE: the kernel may still take its pages back under memory
+// pressure): a service dequantizing the same tensors again then writes into pages it already has.
 class FloatBuffer {
  public:
   static constexpr size_t kHugeAt = 8u << 20;
+  static constexpr size_t kKeepAtMost = 1u << 30;
 
-  explicit FloatBuffer(size_t count) : bytes_(count * sizeof(float)) {
+  explicit FloatBuffer(size_t count) : bytes_(count * sizeof(float)), capacity_(bytes_) {
     if (bytes_ == 0) return;
+    if (bytes_ >= kHugeAt && TakeKept()) return;
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
@@ -70,26 +76,57 @@ class FloatBuffer {
 #endif
     data_ = static_cast<float*>(p);
   }
-  ~FloatBuffer() { Free(data_, bytes_); }
+  ~FloatBuffer() { Free(data_, capacity_); }
   FloatBuffer(const FloatBuffer&) = delete;
   FloatBuffer& operator=(const FloatBuffer&) = delete;
 
   float* data() const { return data_; }
   size_t bytes() const { return bytes_; }
-  // Gives up ownership: the caller frees with Free(data, bytes).
+  // The mapping's length, which Free needs (at least bytes()).
+  size_t capacity() const { return capacity_; }
+  // Gives up ownership: the caller frees with Free(data, capacity()).
   float* Release() {
     float* p = data_;
     data_ = nullptr;
     return p;
   }
-  static void Free(float* data, size_t bytes) {
-    if (data != nullptr) munmap(data, bytes);
+  static void Free(float* data, size_t capacity) {
+    if (data == nullptr) return;
+    if (capacity >= kHugeAt && capacity <= kKeepAtMost) {
+#ifdef MADV_FREE
+      madvise(data, capacity, MADV_FREE);
+#endif
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      std::swap(data, kept_);
+      std::swap(capacity, kept_capacity_);
+      if (data == nullptr) return;
+    }
+    munmap(data, capacity);
   }
 
  private:
+  // The kept buffer, if it holds bytes_ and is not more than twice that.
+  bool TakeKept() {
+    std::lock_guard<std::mutex> lock(kept_mutex_);
+    if (kept_ == nullptr || kept_capacity_ < bytes_ || kept_capacity_ > 2 * bytes_) return false;
+    data_ = kept_;
+    capacity_ = kept_capacity_;
+    kept_ = nullptr;
+    kept_capacity_ = 0;
+    return true;
+  }
+
   size_t bytes_;
+  size_t capacity_;
   float* data_ = nullptr;
+  static std::mutex kept_mutex_;
+  static float* kept_;
+  static size_t kept_capacity_;
 };
+
+std::mutex FloatBuffer::kept_mutex_;
+float* FloatBuffer::kept_ = nullptr;
+size_t FloatBuffer::kept_capacity_ = 0;
 
 // What pool threads read and write: owned by the job and by every part in flight, so it lives
 // until the last of them lets go, whatever happens to the JS objects.
@@ -161,12 +198,12 @@ Napi::Value HandOver(Napi::Env env, FloatBuffer& out) {
     std::memcpy(buffer.Data(), out.data(), out.bytes());
   } else {
     // Node frees through the finalizer even when creation fails, so ownership passes first.
-    const size_t bytes = out.bytes();
+    const size_t bytes = out.bytes(), capacity = out.capacity();
     float* data = out.Release();
     napi_value value;
     napi_status status = napi_create_external_arraybuffer(
         env, data, bytes, [](napi_env, void* p, void* hint) { FloatBuffer::Free(static_cast<float*>(p), reinterpret_cast<size_t>(hint)); },
-        reinterpret_cast<void*>(bytes), &value);
+        reinterpret_cast<void*>(capacity), &value);
     NAPI_THROW_IF_FAILED(env, status, Napi::Value());
     buffer = Napi::ArrayBuffer(env, value);
   }

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { dequantize, GgufError, ggmlTypeByName, nativeDequantInfo, openGguf, writeGgufFile, type GgufTensor } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
+import { DIST_INDEX, runChild } from '../helpers/child.js';
 
 const dir = tempDir();
 const ROWS = 40;
@@ -151,5 +152,33 @@ describe('dequantize() without out', () => {
       fresh[0] = 1.5; // the caller's to write
       expect(fresh[0]).toBe(1.5);
     }
+  });
+
+  it('the output memory the addon keeps for reuse is never one a live array still uses', () => {
+    // Outputs of 8 MiB and more: a freed one is kept for the next; a live one must never be.
+    const r = runChild(
+      `
+      import { dequantize } from ${JSON.stringify(DIST_INDEX)};
+      const blocks = (seed) => { const b = new Uint8Array(10_000 * 144); let x = seed; for (let i = 0; i < b.length; i++) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; b[i] = x; } return b; };
+      const a = blocks(1), b = blocks(2);
+      const want = (bytes) => dequantize('Q4_K', bytes, new Float32Array(2_560_000));
+      const same = (x, y) => Buffer.compare(Buffer.from(x.buffer, x.byteOffset, x.byteLength), Buffer.from(y.buffer, y.byteOffset, y.byteLength)) === 0;
+      const settle = async () => { for (let i = 0; i < 3; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); } };
+      const results = [];
+      let first = dequantize('Q4_K', a);
+      const second = dequantize('Q4_K', b);
+      results.push(same(first, want(a)), same(second, want(b)));
+      first = undefined;
+      await settle();
+      const third = dequantize('Q4_K', a); // may reuse first's memory
+      await settle();
+      const fourth = dequantize('Q4_K', b);
+      results.push(same(second, want(b)), same(third, want(a)), same(fourth, want(b)));
+      console.log(JSON.stringify(results));
+      `,
+      ['--expose-gc'],
+    );
+    expect(r.stderr).toBe('');
+    expect(r.result).toEqual([true, true, true, true, true]);
   });
 });
