@@ -27,10 +27,10 @@ export interface NativeMapping {
   /** An external ArrayBuffer over file bytes [offset, offset + length). */
   window(offset: number, length: number): ArrayBuffer;
   /**
-   * Rows of the tensor at [offset, offset + length) decoded straight from the mapping (no window);
-   * false when there is no native kernel for the type (see Addon.gatherRows).
+   * A function decoding rows of the tensor at [offset, offset + length) straight from the mapping
+   * (no window): `rows` the first of `count`, or their ids; false without a native kernel for the type.
    */
-  gatherRows(offset: number, length: number, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
+  rowReader(offset: number, length: number, typeId: number, rowBytes: number): RowReader;
   /** Lets go of the file: every window stays valid and reads zeros. Idempotent. */
   close(): void;
   /** Bytes of [offset, offset + length) in memory (mincore). */
@@ -43,6 +43,9 @@ export interface NativeMapping {
   /** Faults the range's pages in on a libuv pool thread (MADV_POPULATE_READ, else a read per page). */
   prefetch(offset: number, length: number): Promise<void>;
 }
+
+/** Decodes rows into out (see NativeMapping.rowReader). */
+export type RowReader = (rows: number | Int32Array | Uint32Array, count: number, out: Float32Array) => boolean;
 
 /** Access-pattern advice for the kernel (madvise). */
 export type PageAdvice = 'normal' | 'random' | 'sequential' | 'willneed' | 'dontneed';

@@ -53,6 +53,30 @@ Napi::ArrayBuffer HoldingBuffer(Napi::Env env, Region* region, void* data, size_
   return Napi::ArrayBuffer(env, buffer);
 }
 
+// A row reader's tensor and its hold on the mapping.
+struct RowReaderState {
+  Region* region;
+  RowSpan span;
+};
+
+napi_value ReadRows(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  void* data = nullptr;
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, &data) != napi_ok) return nullptr;
+  if (argc < 3) {
+    napi_throw_type_error(env, nullptr, "readRows(rows, count, out)");
+    return nullptr;
+  }
+  return ReadRowsInto(env, static_cast<RowReaderState*>(data)->span, argv[0], argv[1], argv[2]);
+}
+
+void FinalizeRowReader(napi_env /*env*/, void* data, void* /*hint*/) {
+  auto* state = static_cast<RowReaderState*>(data);
+  state->region->Release();
+  delete state;
+}
+
 Napi::Object IdentityObject(Napi::Env env, const Region::Identity& id) {
   Napi::Object result = Napi::Object::New(env);
   // Decimal strings: they may not fit a double.
@@ -147,7 +171,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
                         InstanceMethod<&Mapping::LockRange>("lock"),
                         InstanceMethod<&Mapping::UnlockRange>("unlock"),
                         InstanceMethod<&Mapping::PrefetchRange>("prefetch"),
-                        InstanceMethod<&Mapping::GatherRows>("gatherRows"),
+                        InstanceMethod<&Mapping::RowReader>("rowReader"),
                         InstanceMethod<&Mapping::Close>("close")});
   }
 
@@ -251,13 +275,29 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     return region_->data() + static_cast<size_t>(offset);
   }
 
-  // gatherRows(offset, length, typeId, rowBytes, rows, count, out, outIndex): rows of the tensor at
-  // [offset, offset + length) straight from the mapping: no ArrayBuffer over it is made, so a
-  // lookup costs V8 nothing however large the tensor.
-  Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+  // rowReader(offset, length, typeId, rowBytes): a function readRows(rows, count, out) bound to
+  // the tensor at [offset, offset + length): each lookup then costs three arguments, not eight.
+  // It holds the mapping's address range (as a window does) until it is collected.
+  Napi::Value RowReader(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
     size_t length;
     const uint8_t* begin = RangeAt(info, &length);
-    return GatherRowsFrom(info, 2, begin, length);
+    const double type_id = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : -1;
+    const double row_bytes = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : 0;
+    if (!(type_id >= 0 && type_id < 256 && row_bytes >= 1 && row_bytes == static_cast<double>(static_cast<size_t>(row_bytes)) &&
+          length % static_cast<size_t>(row_bytes) == 0)) {
+      throw Napi::RangeError::New(env, "rowReader(offset, length, typeId, rowBytes): rows must tile the range");
+    }
+    auto* state = new RowReaderState{region_, {begin, length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)}};
+    region_->Retain();
+    napi_value fn;
+    napi_status status = napi_create_function(env, "readRows", NAPI_AUTO_LENGTH, ReadRows, state, &fn);
+    if (status == napi_ok) status = napi_add_finalizer(env, fn, state, FinalizeRowReader, nullptr, nullptr);
+    if (status != napi_ok) {
+      FinalizeRowReader(env, state, nullptr);
+      NAPI_THROW_IF_FAILED(env, status, Napi::Value());
+    }
+    return Napi::Value(env, fn);
   }
 
   // residency(offset, length): bytes of the range in memory.

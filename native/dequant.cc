@@ -136,13 +136,17 @@ constexpr KernelShape kKernelShapes[] = {
 }  // namespace
 
 bool FindDequantKernel(int type_id, DequantKernel* kernel) {
-  for (const KernelShape& shape : kKernelShapes) {
-    if (shape.type_id != type_id) continue;
-    if ((tables_ready.load() & shape.tables) != shape.tables) return false;  // its tables first
-    *kernel = {shape.type_id, shape.block_size, shape.type_size, Pick(shape.slot)};
-    return true;
-  }
-  return false;
+  // Indexed by type id once: row lookups ask for every call.
+  static const auto by_id = [] {
+    std::vector<const KernelShape*> table(64, nullptr);
+    for (const KernelShape& shape : kKernelShapes) table.at(shape.type_id) = &shape;
+    return table;
+  }();
+  if (type_id < 0 || static_cast<size_t>(type_id) >= by_id.size() || by_id[type_id] == nullptr) return false;
+  const KernelShape& shape = *by_id[type_id];
+  if ((tables_ready.load() & shape.tables) != shape.tables) return false;  // its tables first
+  *kernel = {shape.type_id, shape.block_size, shape.type_size, Pick(shape.slot)};
+  return true;
 }
 
 std::vector<int> DequantTypeIds() {

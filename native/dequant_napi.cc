@@ -306,6 +306,72 @@ Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const u
   return Napi::Boolean::New(env, true);
 }
 
+napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value, napi_value count_value, napi_value out_value) {
+  napi_value result;
+  DequantKernel kernel;
+  if (!FindDequantKernel(span.type_id, &kernel) || span.row_bytes % kernel.type_size != 0) {
+    napi_get_boolean(env, false, &result);
+    return result;
+  }
+  double count_arg;
+  if (napi_get_value_double(env, count_value, &count_arg) != napi_ok || !IsWholeNumber(count_arg)) {
+    napi_throw_range_error(env, nullptr, "readRows: count must be a whole number");
+    return nullptr;
+  }
+  const size_t count = static_cast<size_t>(count_arg);
+  const size_t row_blocks = span.row_bytes / kernel.type_size, row_floats = row_blocks * kernel.block_size;
+  // out: a Float32Array with room for every row.
+  napi_typedarray_type out_type;
+  size_t out_length;
+  void* out_data;
+  bool is_typed = false;
+  if (napi_is_typedarray(env, out_value, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, out_value, &out_type, &out_length, &out_data, nullptr, nullptr) != napi_ok ||
+      out_type != napi_float32_array) {
+    napi_throw_type_error(env, nullptr, "readRows: out must be a Float32Array");
+    return nullptr;
+  }
+  if (static_cast<double>(out_length) < count_arg * static_cast<double>(row_floats)) {
+    napi_throw_range_error(env, nullptr, "readRows: out is too small");
+    return nullptr;
+  }
+  float* out = static_cast<float*>(out_data);
+  double first;
+  if (napi_get_value_double(env, rows_value, &first) == napi_ok) {
+    // Consecutive rows from `first`.
+    if (!IsWholeNumber(first) || first + count_arg > static_cast<double>(span.rows)) {
+      napi_throw_range_error(env, nullptr, "readRows: rows out of range");
+      return nullptr;
+    }
+    if (count > 0) kernel.fn(span.base + static_cast<size_t>(first) * span.row_bytes, count * row_blocks, out);
+  } else {
+    napi_typedarray_type ids_type;
+    size_t ids_length;
+    void* ids_data;
+    if (napi_get_typedarray_info(env, rows_value, &ids_type, &ids_length, &ids_data, nullptr, nullptr) != napi_ok ||
+        (ids_type != napi_int32_array && ids_type != napi_uint32_array) || ids_length < count) {
+      napi_throw_type_error(env, nullptr, "readRows: rows must be a number, or an Int32Array / Uint32Array of at least count ids");
+      return nullptr;
+    }
+    // Every id first: nothing is written when one is out of range.
+    const uint32_t* ids = static_cast<const uint32_t*>(ids_data);
+    const bool is_signed = ids_type == napi_int32_array;
+    for (size_t i = 0; i < count; i++) {
+      if (ids[i] >= span.rows || (is_signed && static_cast<int32_t>(ids[i]) < 0)) {
+        napi_throw_range_error(env, nullptr, "readRows: row id out of range");
+        return nullptr;
+      }
+    }
+    for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(span.base + ids[i] * span.row_bytes, span.row_bytes);
+    for (size_t i = 0; i < count; i++, out += row_floats) {
+      if (i + kPrefetchRows < count) PrefetchRow(span.base + ids[i + kPrefetchRows] * span.row_bytes, span.row_bytes);
+      kernel.fn(span.base + static_cast<size_t>(ids[i]) * span.row_bytes, row_blocks, out);
+    }
+  }
+  napi_get_boolean(env, true, &result);
+  return result;
+}
+
 namespace {
 
 // gatherRows(src: Uint8Array, typeId, rowBytes, rows, count, out, outIndex): rows of a tensor in

@@ -9,8 +9,21 @@ void RegisterDequant(Napi::Env env, Napi::Object exports);
 
 // Rows of a tensor at [src, src + src_length) into a Float32Array; the arguments from info[first]:
 // typeId, rowBytes, rows (first row, or Int32Array/Uint32Array ids), count, out, outIndex. False
-// when there is no native kernel for the type. For Mapping.gatherRows too (addon.cc).
+// when there is no native kernel for the type.
 Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const uint8_t* src, size_t src_length);
+
+// The rows of one tensor in memory that outlives every call (a mapping), for a bound row reader.
+struct RowSpan {
+  const uint8_t* base;
+  size_t rows;
+  size_t row_bytes;
+  int type_id;
+};
+
+// readRows(rows: number | Int32Array | Uint32Array, count, out: Float32Array): boolean, in plain
+// Node-API (the per-call cost of a lookup is mostly argument handling). Throws (returns nullptr
+// with a pending exception) on bad arguments; false when there is no native kernel for the type.
+napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows, napi_value count, napi_value out);
 
 // False in runtimes that refuse ArrayBuffers over external memory (addon.cc).
 bool ExternalBuffersAllowed();

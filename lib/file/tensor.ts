@@ -4,6 +4,7 @@ import { canView, elementsAt } from '../format/elements.js';
 import { GgufError } from '../errors.js';
 import type { TensorRecord } from '../format/tensor-table.js';
 import { MappedSource, type ByteSource } from './source.js';
+import type { RowReader } from '../native.js';
 import {
   dequantizeAsyncAt,
   dequantizeAt,
@@ -58,6 +59,8 @@ export class GgufTensor {
   /** Offset of the tensor's bytes within the file (its part's file, for a split model). */
   readonly fileOffset: number;
   private cachedBytes: Uint8Array | undefined;
+  /** For a mapped file: decodes rows straight from the mapping (made on the first lookup). */
+  private rowReader: RowReader | undefined;
 
   constructor(
     record: TensorRecord,
@@ -265,10 +268,13 @@ export class GgufTensor {
     const source = this.source;
     if (source.zeroCopy && count > 0 && nativeRows(this.ggmlType, options.backend, this.littleEndian)) {
       const target = out ?? new Float32Array(count * rowLength);
-      const done =
-        source instanceof MappedSource
-          ? source.pages().gatherRows(this.fileOffset, this.nbytes, this.typeId, rowBytes, rows, count, target, 0)
-          : gatherRowsFromBytes(this.ggmlType, this.bytes, rowBytes, rows, count, target);
+      let done: boolean;
+      if (source instanceof MappedSource) {
+        this.rowReader ??= source.pages().rowReader(this.fileOffset, this.nbytes, this.typeId, rowBytes);
+        done = this.rowReader(rows, count, target);
+      } else {
+        done = gatherRowsFromBytes(this.ggmlType, this.bytes, rowBytes, rows, count, target);
+      }
       if (done) return target;
     }
     if (typeof rows === 'number') {
