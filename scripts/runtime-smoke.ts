@@ -202,6 +202,37 @@ await check("dequantization bit for bit with ggml's vectors, NaN payloads includ
   assert(bad.length === 0, [...new Set(bad)].slice(0, 6).join('; '));
 }, noShared);
 
+await check('row lookups (gatherRows, dequantizeRows) from the mapping equal the TypeScript kernel, and a large dequantize() without out', () => {
+  const rows = 64;
+  const bytes = new Uint8Array(rows * 2 * 144);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 2654435761) >>> 24;
+  const path = join(tmp, 'rows.gguf');
+  writeGgufFile(path, { tensors: [{ name: 'embd', type: 'Q4_K', shape: [512, rows], data: bytes }] });
+  const g = openGguf(path);
+  try {
+    const embd = g.tensor('embd')!;
+    const ids = [63, 0, 17, 17, 40];
+    const got = new Uint32Array(embd.gatherRows(Int32Array.from(ids)).buffer);
+    const want = new Uint32Array(embd.gatherRows(ids, undefined, { backend: 'js' }).buffer);
+    assert(got.length === want.length && got.every((b, i) => b === want[i]), 'gatherRows differs from the TypeScript kernel');
+    const row = new Uint32Array(embd.dequantizeRows(17, 1).buffer);
+    assert(row.every((b, i) => b === want[2 * 512 + i]), 'dequantizeRows differs');
+    let threw = false;
+    try {
+      embd.gatherRows([0, rows]);
+    } catch (error) {
+      threw = error instanceof GgufError && error.code === 'ROW_OUT_OF_RANGE';
+    }
+    assert(threw, 'an id past the rows is not ROW_OUT_OF_RANGE');
+  } finally {
+    g.close();
+  }
+  const big = new Uint8Array(20_000 * 144).map((_, i) => (i * 40503) >>> 8);
+  const fresh = new Uint32Array(dequantize('Q4_K', big).buffer);
+  const into = new Uint32Array(dequantize('Q4_K', big, new Float32Array(20_000 * 256)).buffer);
+  assert(fresh.every((b, i) => b === into[i]), 'dequantize() without out differs');
+});
+
 rmSync(tmp, { recursive: true, force: true });
 console.log(`runtime ${runtime} (${platform}): ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed === 0 ? 0 : 1);
