@@ -12,7 +12,7 @@ namespace {
 
 // Legacy 32-element blocks: element j from the low nibble of byte j, element j+16 from the high.
 
-void KernelQ4_1(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ4_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
@@ -22,48 +22,81 @@ void KernelQ4_1(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
+// Byte k of entry b is 16 where bit k of b is set: Q5's fifth bits spread to bytes with table
+// lookups rather than a shift per element, so the loops below vectorize without per-lane shifts.
+struct FifthBitBytes {
+  uint64_t v[256];
+  constexpr FifthBitBytes() : v() {
+    for (int b = 0; b < 256; b++) {
+      for (int k = 0; k < 8; k++) v[b] |= static_cast<uint64_t>((b >> k) & 1) << (8 * k + 4);
+    }
+  }
+};
+constexpr FifthBitBytes kFifthBit;
+
+// The 32 fifth bits of a Q5 block's qh as bytes 0 or 16, in element order.
+inline void FifthBits(uint32_t qh, uint8_t* bytes) {
+  for (int k = 0; k < 4; k++) std::memcpy(bytes + 8 * k, &kFifthBit.v[(qh >> (8 * k)) & 255], 8);
+}
+
 // Q5: the fifth bit of element j is bit j of the little-endian uint32 qh.
-void KernelQ5_0(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ5_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
-    const uint32_t qh = LoadU32(src + 2);
+    uint8_t high[32];
+    FifthBits(LoadU32(src + 2), high);
     const uint8_t* q = src + 6;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(static_cast<int>((q[j] & 0xf) | (((qh >> j) & 1) << 4)) - 16) * d;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(static_cast<int>((q[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16) * d;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(static_cast<int>((q[j] & 0xf) | high[j]) - 16) * d;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(static_cast<int>((q[j] >> 4) | high[j + 16]) - 16) * d;
   }
 }
 
-void KernelQ5_1(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ5_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
-    const uint32_t qh = LoadU32(src + 4);
+    uint8_t high[32];
+    FifthBits(LoadU32(src + 4), high);
     const uint8_t* q = src + 8;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>((q[j] & 0xf) | (((qh >> j) & 1) << 4)) * d + m;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>((q[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) * d + m;
+    for (int j = 0; j < 16; j++) out[j] = static_cast<float>((q[j] & 0xf) | high[j]) * d + m;
+    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>((q[j] >> 4) | high[j + 16]) * d + m;
   }
 }
 
 // Q1_0: 128 elements, one bit each (LSB first): +d when set, -d when clear (negation, not -1 * d,
-// so a NaN scale flips sign as in ggml).
-void KernelQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+// so a NaN scale flips sign as in ggml). A select per bit of a byte: no per-lane shifts.
+void KernelQ1_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 128) {
     const float d = HalfToFloat(LoadU16(src));
-    const float pair[2] = {-d, d};
-    for (int j = 0; j < 128; j++) out[j] = pair[(src[2 + (j >> 3)] >> (j & 7)) & 1];
+    const float nd = -d;
+    for (int i = 0; i < 16; i++) {
+      const uint32_t bits = src[2 + i];
+      for (int k = 0; k < 8; k++) out[8 * i + k] = (bits & (1u << k)) ? d : nd;
+    }
   }
 }
 
-// Q2_0: 64 elements, two bits each (LSB first), value (q - 1) * d.
-void KernelQ2_0(const uint8_t* src, size_t nblocks, float* out) {
+// Q2_0: 64 elements, two bits each (LSB first), value (q - 1) * d: the four values computed once
+// per block (as (q - 1) * d), then picked.
+void KernelQ2_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 64) {
     const float d = HalfToFloat(LoadU16(src));
-    for (int j = 0; j < 64; j++) out[j] = static_cast<float>(static_cast<int>((src[2 + (j >> 2)] >> ((j & 3) * 2)) & 3) - 1) * d;
+    // Levels read through volatile: with constants the compiler makes -1 * d into -d, which flips
+    // a NaN's sign where ggml's multiply keeps it.
+    static volatile float levels[4] = {-1.0f, 0.0f, 1.0f, 2.0f};
+    const float value[4] = {levels[0] * d, levels[1] * d, levels[2] * d, levels[3] * d};
+    for (int i = 0; i < 16; i++) {
+      const uint32_t q = src[2 + i];
+      out[4 * i] = value[q & 3];
+      out[4 * i + 1] = value[(q >> 2) & 3];
+      out[4 * i + 2] = value[(q >> 4) & 3];
+      out[4 * i + 3] = value[q >> 6];
+    }
   }
 }
 
 // MXFP4: 32 E2M1 values (the table holds them doubled) times one E8M0 scale, taken as half its value.
-void KernelMXFP4(const uint8_t* src, size_t nblocks, float* out) {
+void KernelMXFP4(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   const int8_t* values = g_tables.fp4;
   for (size_t b = 0; b < nblocks; b++, src += 17, out += 32) {
     const float d = E8M0Half(src[0]);
@@ -74,7 +107,7 @@ void KernelMXFP4(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 // NVFP4: 64 elements in four sub-blocks of 16, each with a UE4M3 scale (taken as half its value).
-void KernelNVFP4(const uint8_t* src, size_t nblocks, float* out) {
+void KernelNVFP4(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   const int8_t* values = g_tables.fp4;
   for (size_t b = 0; b < nblocks; b++, src += 36) {
     for (int s = 0; s < 4; s++, out += 16) {
@@ -89,7 +122,7 @@ void KernelNVFP4(const uint8_t* src, size_t nblocks, float* out) {
 // K-quants: 256-element super-blocks whose sub-block scales are themselves quantized.
 
 // Q2_K: 16 sub-blocks of 16; each scale byte holds a scale (low nibble) and a min (high nibble).
-void KernelQ2_K(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ2_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 84) {
     const float d = HalfToFloat(LoadU16(src + 80));
     const float dmin = HalfToFloat(LoadU16(src + 82));
@@ -110,7 +143,7 @@ void KernelQ2_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 // Q3_K: 16 signed 6-bit scales (bias 32); a 2-bit quant loses 4 where its hmask bit is clear.
-void KernelQ3_K(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ3_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 110) {
     const float d_all = HalfToFloat(LoadU16(src + 108));
     const uint8_t* s = src + 96;
@@ -139,7 +172,7 @@ void KernelQ3_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 // Q8_K: a float32 scale and 256 int8 quants (the block sums are not needed to decode).
-void KernelQ8_K(const uint8_t* src, size_t nblocks, float* out) {
+void KernelQ8_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 292, out += 256) {
     float d;
     std::memcpy(&d, src, 4);
@@ -149,7 +182,7 @@ void KernelQ8_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 // IQ4_XS: IQ4_NL's values, 8 sub-blocks of 32 with 6-bit scales (bias 32).
-void KernelIQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ4_XS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   const int8_t* values = g_tables.iq4nl;
   for (size_t b = 0; b < nblocks; b++, src += 136) {
     const float d = HalfToFloat(LoadU16(src));
@@ -168,7 +201,7 @@ void KernelIQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
 
 // TQ1_0: five base-3 digits per byte of qs (32 bytes, then 16), four per byte of qh; digit n of a
 // byte is (byte * 3^n mod 256) * 3 >> 8, as ggml extracts it.
-void KernelTQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+void KernelTQ1_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
   for (size_t b = 0; b < nblocks; b++, src += 54) {
     const float d = HalfToFloat(LoadU16(src + 52));
@@ -185,7 +218,7 @@ void KernelTQ1_0(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 // TQ2_0: 2-bit values 0..2 (minus 1), four per byte.
-void KernelTQ2_0(const uint8_t* src, size_t nblocks, float* out) {
+void KernelTQ2_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 66) {
     const float d = HalfToFloat(LoadU16(src + 64));
     for (int j = 0; j < 64; j += 32) {
@@ -213,7 +246,7 @@ inline void PutSigned4x2(float* out, uint32_t e1, uint32_t e2, float scale, uint
   for (int j = 0; j < 4; j++) out[j + 4] = scale * static_cast<float>(static_cast<uint8_t>(e2 >> (8 * j))) * Sign(signs, j + 4);
 }
 
-void KernelIQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ2_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 66) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -225,7 +258,7 @@ void KernelIQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void KernelIQ2_XS(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ2_XS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 74) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -239,7 +272,7 @@ void KernelIQ2_XS(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void KernelIQ2_S(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ2_S(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 82) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -254,7 +287,7 @@ void KernelIQ2_S(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void KernelIQ3_XXS(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ3_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 98) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -268,7 +301,7 @@ void KernelIQ3_XXS(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void KernelIQ3_S(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ3_S(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 110) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -292,7 +325,7 @@ inline void PutIq1(float* out, uint64_t entry, float dl, float delta) {
   for (int j = 0; j < 8; j++) out[j] = dl * (static_cast<float>(static_cast<int8_t>(entry >> (8 * j))) + delta);
 }
 
-void KernelIQ1_S(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ1_S(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 50) {
     const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
@@ -306,7 +339,7 @@ void KernelIQ1_S(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void KernelIQ1_M(const uint8_t* src, size_t nblocks, float* out) {
+void KernelIQ1_M(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 56) {
     uint32_t sc[4];
     for (int w = 0; w < 4; w++) sc[w] = LoadU16(src + 48 + 2 * w);
