@@ -52,15 +52,19 @@ inline void StoreAffineUint8x32(float* out, __m256i q, __m256 scale, __m256 min)
   _mm256_storeu_ps(out + 24, _mm256_sub_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
 }
 
-// out[0..31] = (uint8 lanes of q) * scale + min, ggml's q*d + m. Where both are NaN ggml gets the
-// product's (x86 keeps the first source's); the compiler orders a commutative add's operands itself
-// (GCC 12 emits the product first here, as for the plain kernels).
+// product + min, keeping the product's NaN where both are NaN (as ProductPlus in dequant_kernels.h:
+// which operand's NaN an add returns would otherwise be the compiler's choice).
+inline __m256 ProductPlus(__m256 product, __m256 min) {
+  return _mm256_blendv_ps(_mm256_add_ps(product, min), product, _mm256_cmp_ps(product, product, _CMP_UNORD_Q));
+}
+
+// out[0..31] = (uint8 lanes of q) * scale + min, ggml's q*d + m.
 inline void StoreMulAddUint8x32(float* out, __m256i q, __m256 scale, __m256 min) {
   __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
-  _mm256_storeu_ps(out + 8, _mm256_add_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
-  _mm256_storeu_ps(out + 16, _mm256_add_ps(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
-  _mm256_storeu_ps(out + 24, _mm256_add_ps(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
+  _mm256_storeu_ps(out, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
+  _mm256_storeu_ps(out + 8, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
+  _mm256_storeu_ps(out + 16, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
+  _mm256_storeu_ps(out + 24, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
 }
 
 // A legacy block's 32 nibbles in element order: the 16 low nibbles, then the 16 high ones.

@@ -12,13 +12,18 @@ namespace {
 
 // Legacy 32-element blocks: element j from the low nibble of byte j, element j+16 from the high.
 
+// q*d + m with ggml's NaN: where both the product and m are NaN, the product's (what x86 gives
+// for ggml's C, the first operand's). Compilers order a commutative sum's operands as they like,
+// so the choice is made explicit.
+inline float ProductPlus(float product, float m) { return product != product ? product : product + m; }
+
 void KernelQ4_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
     const uint8_t* q = src + 4;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(q[j] & 0xf) * d + m;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(q[j] >> 4) * d + m;
+    for (int j = 0; j < 16; j++) out[j] = ProductPlus(static_cast<float>(q[j] & 0xf) * d, m);
+    for (int j = 0; j < 16; j++) out[j + 16] = ProductPlus(static_cast<float>(q[j] >> 4) * d, m);
   }
 }
 
@@ -58,8 +63,8 @@ void KernelQ5_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict
     uint8_t high[32];
     FifthBits(LoadU32(src + 4), high);
     const uint8_t* q = src + 8;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>((q[j] & 0xf) | high[j]) * d + m;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>((q[j] >> 4) | high[j + 16]) * d + m;
+    for (int j = 0; j < 16; j++) out[j] = ProductPlus(static_cast<float>((q[j] & 0xf) | high[j]) * d, m);
+    for (int j = 0; j < 16; j++) out[j + 16] = ProductPlus(static_cast<float>((q[j] >> 4) | high[j + 16]) * d, m);
   }
 }
 
