@@ -387,6 +387,270 @@ void Q2_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
+// IQ types: per 8 outputs, 8 magnitudes from a grid entry (or two 4-byte ones) and 8 signs. Each
+// output is (scale * magnitude) * sign in the plain kernels' order, the sign a +-1.0f multiply (never
+// an XOR: x86 keeps a NaN's sign through * -1, so ggml's NaNs keep theirs). What made them fast:
+// - grid indices with high bits in qh, and sub-block scales, are computed a block at a time in
+//   vectors and read back from the stack: scalar bit-twiddling per entry was the bottleneck;
+// - small lookup footprints: on a large output the store stream evicts L1, and a 16 KB table
+//   (iq1s_grid, or a 256-entry sign table beside iq2s_grid) cost ~15% there. Hence the derived
+//   tables below, built on a kernel's first call (a kernel runs only once its source table is set,
+//   and a set table never changes), and stored sign bytes turned into +-1 in registers.
+
+// +-1.0f lanes for each 7-bit ksigns index (lane j is -1 when bit j of ksigns_iq2xs[i] is set): 4 KB,
+// and no dependent ksigns load per 8 outputs.
+struct KsignsVectors {
+  alignas(32) float v[128][8];
+};
+const KsignsVectors& Ksigns() {
+  static const KsignsVectors table = [] {
+    KsignsVectors t;
+    for (int i = 0; i < 128; i++)
+      for (int j = 0; j < 8; j++) t.v[i][j] = ((g_tables.ksigns_iq2xs[i] >> j) & 1) ? -1.0f : 1.0f;
+    return t;
+  }();
+  return table;
+}
+
+// +-1.0f lanes for group l (0..3) of 4 stored sign bytes, broadcast in `bits`: sllv moves bit 8l+j
+// to lane j's sign bit, which blendv reads.
+inline __m256 StoredSigns(__m256i bits, int l) {
+  const __m256i shift = _mm256_sub_epi32(_mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24), _mm256_set1_epi32(8 * l));  // folded
+  const __m256i m = _mm256_sllv_epi32(bits, shift);
+  return _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(-1.0f), _mm256_castsi256_ps(m));
+}
+
+// out[0..7] = (scale * mags[j]) * sign[j]; mags are the 8 low uint8 lanes.
+inline void StoreSigned8(float* out, __m128i mags, __m256 scale, __m256 sign) {
+  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_mul_ps(scale, Uint8x8ToFloat(mags)), sign));
+}
+
+inline uint64_t LoadU64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+inline __m128i Grid8(const uint64_t* grid, uint32_t i) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(grid + i)); }
+// Two 4-byte grid entries as 8 bytes.
+inline __m128i Grid4x2(const uint32_t* grid, uint32_t i1, uint32_t i2) {
+  return _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(grid[i1])), static_cast<int>(grid[i2]), 1);
+}
+
+// idx[0..15] = q[j] | ((high * mul) & mask), 16-bit lanes, where high is the qh byte that the pshufb
+// control `spread` picks for lane j: mul is a per-lane left shift that brings its bits to 8 and up.
+inline void GridIndex16(uint16_t* idx, const uint8_t* q, __m128i qh, __m128i spread, __m256i mul, __m256i mask) {
+  const __m256i high = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_shuffle_epi8(qh, spread)), mul);
+  const __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(idx), _mm256_or_si256(low, _mm256_and_si256(high, mask)));
+}
+
+// IQ2_XS/IQ2_S scales from their 8 scale bytes: d * (0.5 + nibble) * 0.25, left to right as the
+// plain kernel; lo[ib] (low nibble) for the first 16 outputs of sub-block ib, hi[ib] for the rest.
+inline void Iq2Scales(float d, const uint8_t* s, float* lo, float* hi) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
+  const __m256 dv = _mm256_set1_ps(d), half = _mm256_set1_ps(0.5f), quarter = _mm256_set1_ps(0.25f);
+  const __m256 nlo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(15)));
+  const __m256 nhi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+  _mm256_store_ps(lo, _mm256_mul_ps(_mm256_mul_ps(dv, _mm256_add_ps(half, nlo)), quarter));
+  _mm256_store_ps(hi, _mm256_mul_ps(_mm256_mul_ps(dv, _mm256_add_ps(half, nhi)), quarter));
+}
+
+// IQ2_XXS/IQ3_XXS sub-block scale: d * (0.5 + s) * k, left to right as the plain kernels.
+inline __m256 HalfStepScale(float d, uint32_t s, float k) { return _mm256_set1_ps(d * (0.5f + static_cast<float>(s)) * k); }
+
+void IQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();  // once: a call per block costs a vzeroupper and spills
+  const uint64_t* grid = g_tables.iq2xxs_grid;
+  const KsignsVectors& ksigns = Ksigns();
+  for (size_t b = 0; b < nblocks; b++, src += 66) {
+    const float d = halves[LoadU16(src)];
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t* q = src + 2 + 8 * ib;
+      const uint32_t aux = LoadU32(q + 4);
+      const uint32_t q4 = LoadU32(q);
+      const __m256 db = HalfStepScale(d, aux >> 28, 0.25f);
+      for (int l = 0; l < 4; l++, out += 8) {
+        StoreSigned8(out, Grid8(grid, (q4 >> (8 * l)) & 0xff), db, _mm256_load_ps(ksigns.v[(aux >> (7 * l)) & 127]));
+      }
+    }
+  }
+}
+
+void IQ2_XS(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint64_t* grid = g_tables.iq2xs_grid;
+  const KsignsVectors& ksigns = Ksigns();
+  alignas(32) float dlo[8], dhi[8];
+  for (size_t b = 0; b < nblocks; b++, src += 74) {
+    Iq2Scales(halves[LoadU16(src)], src + 66, dlo, dhi);
+    for (int ib = 0; ib < 8; ib++) {
+      const __m256 db[2] = {_mm256_broadcast_ss(dlo + ib), _mm256_broadcast_ss(dhi + ib)};
+      const uint64_t q4 = LoadU64(src + 2 + 8 * ib);
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint32_t q = static_cast<uint32_t>(q4 >> (16 * l));
+        StoreSigned8(out, Grid8(grid, q & 511), db[l >> 1], _mm256_load_ps(ksigns.v[(q >> 9) & 127]));
+      }
+    }
+  }
+}
+
+void IQ2_S(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint64_t* grid = g_tables.iq2s_grid;
+  // Index 4*ib + l takes bits 2l, 2l+1 of qh[ib] as its bits 8, 9.
+  const __m256i mul = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+  const __m256i mask = _mm256_set1_epi16(0x300);
+  const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  alignas(32) uint16_t idx[32];
+  alignas(32) float dlo[8], dhi[8];
+  for (size_t b = 0; b < nblocks; b++, src += 82) {
+    Iq2Scales(halves[LoadU16(src)], src + 74, dlo, dhi);
+    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 66));
+    GridIndex16(idx, src + 2, qh, spread, mul, mask);
+    GridIndex16(idx + 16, src + 18, qh, _mm_add_epi8(spread, _mm_set1_epi8(4)), mul, mask);
+    for (int ib = 0; ib < 8; ib++) {
+      const __m256 db[2] = {_mm256_broadcast_ss(dlo + ib), _mm256_broadcast_ss(dhi + ib)};
+      const uint64_t g4 = LoadU64(idx + 4 * ib);
+      const __m256i signs = _mm256_set1_epi32(static_cast<int>(LoadU32(src + 34 + 4 * ib)));
+      for (int l = 0; l < 4; l++, out += 8) {
+        StoreSigned8(out, Grid8(grid, (g4 >> (16 * l)) & 0xffff), db[l >> 1], StoredSigns(signs, l));
+      }
+    }
+  }
+}
+
+void IQ3_XXS(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint32_t* grid = g_tables.iq3xxs_grid;
+  const KsignsVectors& ksigns = Ksigns();
+  for (size_t b = 0; b < nblocks; b++, src += 98) {
+    const float d = halves[LoadU16(src)];
+    for (int ib = 0; ib < 8; ib++) {
+      const uint32_t aux = LoadU32(src + 66 + 4 * ib);
+      const __m256 db = HalfStepScale(d, aux >> 28, 0.5f);
+      const uint8_t* q = src + 2 + 8 * ib;
+      for (int l = 0; l < 4; l++, out += 8) {
+        StoreSigned8(out, Grid4x2(grid, q[2 * l], q[2 * l + 1]), db, _mm256_load_ps(ksigns.v[(aux >> (7 * l)) & 127]));
+      }
+    }
+  }
+}
+
+void IQ3_S(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint32_t* grid = g_tables.iq3s_grid;
+  // Index 8*ib + k takes bit k of qh[ib] as its bit 8.
+  const __m256i mul = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+  const __m256i mask = _mm256_set1_epi16(0x100);
+  const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), two = _mm_set1_epi8(2);
+  alignas(32) uint16_t idx[64];
+  alignas(32) float dl[8];
+  for (size_t b = 0; b < nblocks; b++, src += 110) {
+    // Scale of sub-block ib: d * (1 + 2 * nibble ib of the 4 scale bytes), low nibble first.
+    const __m256i sc = _mm256_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(LoadU32(src + 106))));
+    const __m256i byte = _mm256_permutevar8x32_epi32(sc, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    const __m256i shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(byte, shift), _mm256_set1_epi32(15));
+    const __m256i odd = _mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
+    _mm256_store_ps(dl, _mm256_mul_ps(_mm256_set1_ps(halves[LoadU16(src)]), _mm256_cvtepi32_ps(odd)));
+    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 66));
+    __m128i s = spread;
+    for (int v = 0; v < 4; v++, s = _mm_add_epi8(s, two)) GridIndex16(idx + 16 * v, src + 2 + 16 * v, qh, s, mul, mask);
+    for (int ib = 0; ib < 8; ib++) {
+      const __m256 db = _mm256_broadcast_ss(dl + ib);
+      const __m256i signs = _mm256_set1_epi32(static_cast<int>(LoadU32(src + 74 + 4 * ib)));
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint32_t pair = LoadU32(reinterpret_cast<const uint8_t*>(idx + 8 * ib + 2 * l));
+        StoreSigned8(out, Grid4x2(grid, pair & 0xffff, pair >> 16), db, StoredSigns(signs, l));
+      }
+    }
+  }
+}
+
+// iq1s_grid's values (-1, 0, 1) at 2 bits each (value + 1 at bits 2j): 4 KB instead of 16 KB. A
+// spare entry keeps the 4-byte load of the last one inside.
+struct Iq1Packed {
+  uint16_t code[2048 + 1];
+};
+const uint16_t* Iq1sPacked() {
+  static const Iq1Packed table = [] {
+    Iq1Packed t{};
+    for (int i = 0; i < 2048; i++) {
+      for (int j = 0; j < 8; j++) {
+        t.code[i] |= static_cast<uint16_t>((static_cast<int8_t>(g_tables.iq1s_grid[i] >> (8 * j)) + 1) << (2 * j));
+      }
+    }
+    return t;
+  }();
+  return table.code;
+}
+
+// IQ1: dl * (grid + delta); the int + delta sum is exact, so one rounding as in the plain kernel.
+inline void StoreIq1(float* out, const uint16_t* code, __m256 dl, __m256 delta) {
+  uint32_t c;
+  std::memcpy(&c, code, 4);
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(c)), shifts), _mm256_set1_epi32(3));
+  const __m256 g = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(1)));
+  _mm256_storeu_ps(out, _mm256_mul_ps(dl, _mm256_add_ps(g, delta)));
+}
+
+// Indexed by the delta's sign bit: a branch on a random bit would mispredict half the time.
+constexpr float kIq1Deltas[2] = {kIq1Delta, -kIq1Delta};
+
+void IQ1_S(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint16_t* grid = Iq1sPacked();
+  for (size_t b = 0; b < nblocks; b++, src += 50) {
+    const float d = halves[LoadU16(src)];
+    for (int ib = 0; ib < 8; ib++) {
+      const uint32_t qh = LoadU16(src + 34 + 2 * ib);
+      const __m256 dl = _mm256_set1_ps(d * static_cast<float>(2 * ((qh >> 12) & 7) + 1));
+      const __m256 delta = _mm256_broadcast_ss(kIq1Deltas + (qh >> 15));
+      for (int l = 0; l < 4; l++, out += 8) StoreIq1(out, grid + (src[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)), dl, delta);
+    }
+  }
+}
+
+void IQ1_M(const uint8_t* src, size_t nblocks, float* out) {
+  const float* halves = HalfTable();
+  const uint16_t* grid = Iq1sPacked();
+  // Entry i takes nibble i of the 16 qh bytes (low nibble first): bits 0-2 as index bits 8-10, bit 3
+  // (kept at bit 11) as the delta's sign.
+  const __m256i mul = _mm256_setr_epi16(256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16, 256, 16);
+  const __m256i mask = _mm256_set1_epi16(0xf00);
+  const __m128i spread = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  alignas(32) uint16_t idx[32];
+  alignas(32) float dl[16];
+  for (size_t b = 0; b < nblocks; b++, src += 56) {
+    const __m128i words = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 48));
+    const uint64_t w = static_cast<uint64_t>(_mm_cvtsi128_si64(words));
+    // The f16 block scale is spread over the top nibbles of the four scale words.
+    const float d = halves[((w >> 12) & 0xf) | ((w >> 24) & 0xf0) | ((w >> 36) & 0xf00) | ((w >> 48) & 0xf000)];
+    // Scale j (2 per sub-block): d * (1 + 2 * bits 3*(j%4).. of word j/4).
+    const __m256i wide = _mm256_cvtepu16_epi32(words), shifts = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
+    const __m256 dv = _mm256_set1_ps(d);
+    for (int h = 0; h < 2; h++) {
+      const __m256i sel = _mm256_setr_epi32(2 * h, 2 * h, 2 * h, 2 * h, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1);
+      const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(wide, sel), shifts), _mm256_set1_epi32(7));
+      const __m256i odd = _mm256_or_si256(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1));
+      _mm256_store_ps(dl + 8 * h, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(odd)));
+    }
+    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+    GridIndex16(idx, src, qh, spread, mul, mask);
+    GridIndex16(idx + 16, src + 16, qh, _mm_add_epi8(spread, _mm_set1_epi8(8)), mul, mask);
+    for (int ib = 0; ib < 8; ib++) {
+      const __m256 db[2] = {_mm256_broadcast_ss(dl + 2 * ib), _mm256_broadcast_ss(dl + 2 * ib + 1)};
+      const uint64_t e4 = LoadU64(idx + 4 * ib);
+      for (int l = 0; l < 4; l++, out += 8) {
+        const uint32_t e = (e4 >> (16 * l)) & 0xffff;
+        StoreIq1(out, grid + (e & 0x7ff), db[l >> 1], _mm256_broadcast_ss(kIq1Deltas + (e >> 11)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // The types without hand-written AVX2 code: the shared kernels (dequant_kernels.h), vectorized by
@@ -395,7 +659,7 @@ const KernelSet kAvx2Kernels = {
     F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
     Q4_1, Q5_0, Q5_1, Q1_0, Q2_0, MXFP4, NVFP4, Q2_K, Q3_K, KernelQ8_K,
     IQ4_XS, TQ1_0, KernelTQ2_0,
-    KernelIQ2_XXS, KernelIQ2_XS, KernelIQ2_S, KernelIQ3_XXS, KernelIQ3_S, KernelIQ1_S, KernelIQ1_M,
+    IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M,
 };
 
 }  // namespace gguf_mmap
