@@ -343,7 +343,13 @@ napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value
       napi_throw_range_error(env, nullptr, "readRows: rows out of range");
       return nullptr;
     }
-    if (count > 0) kernel.fn(span.base + static_cast<size_t>(first) * span.row_bytes, count * row_blocks, out);
+    if (count > 0) {
+      const uint8_t* begin = span.base + static_cast<size_t>(first) * span.row_bytes;
+      // A lookup of a few rows: ask for all their cache lines at once, so they arrive in parallel
+      // rather than one after another as the kernel reaches them.
+      if (count <= kPrefetchRows) PrefetchRow(begin, count * span.row_bytes);
+      kernel.fn(begin, count * row_blocks, out);
+    }
   } else {
     napi_typedarray_type ids_type;
     size_t ids_length;
