@@ -16,6 +16,7 @@ import {
 import { forcePortableNativeKernels } from '../../lib/dequant/dequantize.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { randomBytes } from '../helpers/random.js';
 
 const sha256 = (f: Float32Array) => createHash('sha256').update(new Uint8Array(f.buffer, f.byteOffset, f.byteLength)).digest('hex');
 const bits = (f: Float32Array) => new Uint32Array(f.buffer, f.byteOffset, f.length);
@@ -29,18 +30,6 @@ function firstBitDifference(a: Float32Array, b: Float32Array): number {
   return -1;
 }
 
-/** Deterministic bytes (xorshift32), so a failure can be replayed. */
-function randomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 255;
-  }
-  return out;
-}
 
 function expectGgufError(fn: () => unknown, code: string): GgufError {
   try {

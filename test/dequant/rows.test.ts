@@ -4,23 +4,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dequantize, GgufError, ggmlTypeByName, nativeDequantInfo, openGguf, writeGgufFile, type GgufTensor } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
+import { randomBytes } from '../helpers/random.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 
 const dir = tempDir();
 const ROWS = 40;
 
-function randomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 255;
-  }
-  return out;
-}
 
 function sameBits(a: Float32Array, b: Float32Array): boolean {
   if (a.length !== b.length) return false;
