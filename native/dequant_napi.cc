@@ -230,10 +230,26 @@ Napi::Value DequantizeNew(const Napi::CallbackInfo& info) {
 
 // Rows: every id checked before anything is written. `ids` is a number (the first of `count`
 // consecutive rows) or an Int32Array / Uint32Array of at least `count` row indices.
+// Row ids copied out of the caller's typed array (Int32Array or Uint32Array) and checked: the
+// caller's array may share memory with the output (decoding would rewrite the ids still to be
+// read) or be a SharedArrayBuffer another thread writes, so each id is read once, here. False
+// when one is negative or not below `total`.
+bool CopyRowIds(const uint8_t* data, bool is_signed, size_t count, size_t total, std::vector<uint32_t>* ids) {
+  ids->resize(count);
+  for (size_t i = 0; i < count; i++) {
+    uint32_t id;
+    std::memcpy(&id, data + 4 * i, 4);
+    if ((is_signed && static_cast<int32_t>(id) < 0) || id >= total) return false;
+    (*ids)[i] = id;
+  }
+  return true;
+}
+
+// Rows: the first of `count` consecutive rows, or checked copies of their ids.
 struct RowList {
-  size_t first = 0;                // when contiguous
-  const int32_t* ids = nullptr;    // else these
-  bool unsigned_ids = false;
+  size_t first = 0;            // when contiguous
+  bool by_id = false;
+  std::vector<uint32_t> ids;   // else these
 };
 
 RowList ParseRows(Napi::Env env, Napi::Value rows, size_t count, size_t total) {
@@ -250,11 +266,9 @@ RowList ParseRows(Napi::Env env, Napi::Value rows, size_t count, size_t total) {
   if ((ids.type != napi_int32_array && ids.type != napi_uint32_array) || ids.length < count) {
     throw Napi::TypeError::New(env, "gatherRows: ids must be an Int32Array or Uint32Array of at least count ids");
   }
-  list.ids = reinterpret_cast<const int32_t*>(ids.data);
-  list.unsigned_ids = ids.type == napi_uint32_array;
-  for (size_t i = 0; i < count; i++) {
-    const uint64_t id = list.unsigned_ids ? static_cast<uint32_t>(list.ids[i]) : static_cast<uint64_t>(static_cast<int64_t>(list.ids[i]));
-    if (id >= total) throw Napi::RangeError::New(env, "gatherRows: row id out of range");
+  list.by_id = true;
+  if (!CopyRowIds(ids.data, ids.type == napi_int32_array, count, total, &list.ids)) {
+    throw Napi::RangeError::New(env, "gatherRows: row id out of range");
   }
   return list;
 }
@@ -290,14 +304,11 @@ Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const u
   const RowList rows = ParseRows(env, info[first + 2], count, src_length / row_bytes);
   float* out = OutputAt(info, first + 4, count * row_floats);
   if (count == 0) return Napi::Boolean::New(env, true);
-  if (rows.ids == nullptr) {
+  if (!rows.by_id) {
     kernel.fn(src + rows.first * row_bytes, count * row_blocks, out);
     return Napi::Boolean::New(env, true);
   }
-  auto row_at = [&](size_t i) {
-    const uint64_t id = rows.unsigned_ids ? static_cast<uint32_t>(rows.ids[i]) : static_cast<uint64_t>(rows.ids[i]);
-    return src + id * row_bytes;
-  };
+  auto row_at = [&](size_t i) { return src + static_cast<size_t>(rows.ids[i]) * row_bytes; };
   for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(row_at(i), row_bytes);
   for (size_t i = 0; i < count; i++, out += row_floats) {
     if (i + kPrefetchRows < count) PrefetchRow(row_at(i + kPrefetchRows), row_bytes);
@@ -359,14 +370,11 @@ napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value
       napi_throw_type_error(env, nullptr, "readRows: rows must be a number, or an Int32Array / Uint32Array of at least count ids");
       return nullptr;
     }
-    // Every id first: nothing is written when one is out of range.
-    const uint32_t* ids = static_cast<const uint32_t*>(ids_data);
-    const bool is_signed = ids_type == napi_int32_array;
-    for (size_t i = 0; i < count; i++) {
-      if (ids[i] >= span.rows || (is_signed && static_cast<int32_t>(ids[i]) < 0)) {
-        napi_throw_range_error(env, nullptr, "readRows: row id out of range");
-        return nullptr;
-      }
+    // Every id first (a checked copy: see CopyRowIds): nothing is written when one is out of range.
+    std::vector<uint32_t> ids;
+    if (!CopyRowIds(static_cast<const uint8_t*>(ids_data), ids_type == napi_int32_array, count, span.rows, &ids)) {
+      napi_throw_range_error(env, nullptr, "readRows: row id out of range");
+      return nullptr;
     }
     for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(span.base + ids[i] * span.row_bytes, span.row_bytes);
     for (size_t i = 0; i < count; i++, out += row_floats) {
@@ -486,14 +494,8 @@ class DequantJob : public Napi::ObjectWrap<DequantJob> {
     m.row_blocks = m.row_bytes / m.kernel.type_size;
     TypedSpan ids = GetTypedSpan(env, ids_arg, "ids");
     if (ids.type != napi_int32_array && ids.type != napi_uint32_array) throw Napi::TypeError::New(env, "DequantJob: ids must be an Int32Array or Uint32Array");
-    const size_t total = src_bytes / m.row_bytes;
-    m.rows.resize(ids.length);
-    for (size_t i = 0; i < ids.length; i++) {
-      int32_t raw;
-      std::memcpy(&raw, ids.data + 4 * i, 4);
-      const uint64_t id = ids.type == napi_uint32_array ? static_cast<uint32_t>(raw) : static_cast<uint64_t>(static_cast<int64_t>(raw));
-      if (id >= total) throw Napi::RangeError::New(env, "DequantJob: row id out of range");
-      m.rows[i] = static_cast<uint32_t>(id);
+    if (!CopyRowIds(ids.data, ids.type == napi_int32_array, ids.length, src_bytes / m.row_bytes, &m.rows)) {
+      throw Napi::RangeError::New(env, "DequantJob: row id out of range");
     }
   }
 

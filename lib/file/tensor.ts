@@ -231,7 +231,7 @@ export class GgufTensor {
         hi = Math.max(hi, list[i]!);
       }
       const rowBytes = this.rowBytes();
-      const rebased = lo === 0 ? list : Uint32Array.from(list, (id) => id - lo);
+      const rebased = lo === 0 ? list : list.map((id) => id - lo);
       const span = this.rangeBytes(lo * rowBytes, list.length === 0 ? 0 : (hi - lo + 1) * rowBytes);
       return gatherRowsAsyncAt(this.ggmlType, span, rowBytes, rebased, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, lo * rowBytes));
     } catch (error) {
@@ -239,17 +239,19 @@ export class GgufTensor {
     }
   }
 
-  /** `ids` as a typed array of row indices, each checked against the rows. */
-  private rowIds(ids: ArrayLike<number>): Int32Array | Uint32Array {
+  /**
+   * A checked copy of `ids`: the caller's array may share memory with `out` (decoding would
+   * rewrite ids still to be read) or change under an await, so each id is read once, here.
+   */
+  private rowIds(ids: ArrayLike<number>): Uint32Array {
     const rows = this.rows;
-    const typed = ids instanceof Int32Array || ids instanceof Uint32Array;
-    const list = typed ? ids : new Uint32Array(ids.length);
+    const list = new Uint32Array(ids.length);
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (!(Number.isInteger(id) && id >= 0 && id < rows)) {
         throw new GgufError('ROW_OUT_OF_RANGE', `ids[${i}] is ${String(id)}, not a row of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
       }
-      if (!typed) list[i] = id;
+      list[i] = id;
     }
     return list;
   }
@@ -272,6 +274,8 @@ export class GgufTensor {
       if (source instanceof MappedSource) {
         this.rowReader ??= source.pages().rowReader(this.fileOffset, this.nbytes, this.typeId, rowBytes);
         done = this.rowReader(rows, count, target);
+        // Pages lost during the read (a truncation) came back as zeros: say so now.
+        source.check(this.fileOffset);
       } else {
         done = gatherRowsFromBytes(this.ggmlType, this.bytes, rowBytes, rows, count, target);
       }

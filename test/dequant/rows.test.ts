@@ -131,6 +131,39 @@ describe.skipIf(READ_MODE)(mmapOnly('row lookups on a mapped file read the mappi
   });
 });
 
+describe.skipIf(READ_MODE)(mmapOnly('ids the decoding itself could change'), () => {
+  it('ids sharing memory with out, or in a SharedArrayBuffer, are read once: no crash, the right rows (child process)', () => {
+    const r = runChild(`
+      import { openGguf, writeGgufFile } from ${JSON.stringify(DIST_INDEX)};
+      const path = ${JSON.stringify(join(dir, 'alias.gguf'))};
+      const bytes = new Uint8Array(64 * 288).map((_, i) => (i * 2654435761) >>> 24);
+      writeGgufFile(path, { tensors: [{ name: 'embd', type: 'Q4_K', shape: [512, 64], data: bytes }] });
+      const g = openGguf(path);
+      const embd = g.tensor('embd');
+      const want = embd.gatherRows([0, 1, 2, 3, 4, 5, 6, 7], undefined, { backend: 'js' });
+      const shared = new ArrayBuffer(8 * 512 * 4);
+      const ids = new Int32Array(shared, 0, 8);
+      ids.set([0, 1, 2, 3, 4, 5, 6, 7]);
+      const out = new Float32Array(shared); // decoding row 0 overwrites ids[1..]
+      embd.gatherRows(ids, out);
+      const same = (a, b) => Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
+      const sab = new Int32Array(new SharedArrayBuffer(32));
+      sab.set([7, 6, 5, 4, 3, 2, 1, 0]);
+      const fromSab = embd.gatherRows(sab);
+      // The addon itself, given aliased ids and out (the library copies ids first; the addon must not rely on it).
+      const { addon } = await import(${JSON.stringify(DIST_INDEX.replace('index.js', 'native.js'))});
+      const shared2 = new ArrayBuffer(8 * 512 * 4);
+      const ids2 = new Int32Array(shared2, 0, 8);
+      ids2.set([0, 1, 2, 3, 4, 5, 6, 7]);
+      const out2 = new Float32Array(shared2);
+      addon().gatherRows(bytes, 12, 288, ids2, 8, out2, 0);
+      console.log(JSON.stringify([same(out, want), same(fromSab.subarray(0, 512), want.subarray(7 * 512, 8 * 512)), same(out2, want)]));
+    `);
+    expect(r.signal).toBeNull();
+    expect(r.result).toEqual([true, true, true]);
+  });
+});
+
 describe('dequantize() without out', () => {
   it('gives the same bits as into a preallocated array, for outputs small and large', () => {
     for (const blocks of [3, 40_000]) {
