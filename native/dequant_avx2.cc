@@ -53,18 +53,30 @@ inline void StoreAffineUint8x32(float* out, __m256i q, __m256 scale, __m256 min)
 }
 
 // product + min, keeping the product's NaN where both are NaN (as ProductPlus in dequant_kernels.h:
-// which operand's NaN an add returns would otherwise be the compiler's choice).
+// which operand's NaN an add returns would otherwise be the compiler's choice). Only a NaN min
+// makes the choice matter, so blocks with an ordinary min take the plain add.
+template <bool kMinIsNaN>
 inline __m256 ProductPlus(__m256 product, __m256 min) {
+  if (!kMinIsNaN) return _mm256_add_ps(product, min);
   return _mm256_blendv_ps(_mm256_add_ps(product, min), product, _mm256_cmp_ps(product, product, _CMP_UNORD_Q));
 }
 
-// out[0..31] = (uint8 lanes of q) * scale + min, ggml's q*d + m.
-inline void StoreMulAddUint8x32(float* out, __m256i q, __m256 scale, __m256 min) {
+template <bool kMinIsNaN>
+inline void StoreMulAddUint8x32Of(float* out, __m256i q, __m256 scale, __m256 min) {
   __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-  _mm256_storeu_ps(out, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
-  _mm256_storeu_ps(out + 8, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
-  _mm256_storeu_ps(out + 16, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
-  _mm256_storeu_ps(out + 24, ProductPlus(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
+  _mm256_storeu_ps(out, ProductPlus<kMinIsNaN>(_mm256_mul_ps(Uint8x8ToFloat(lo), scale), min));
+  _mm256_storeu_ps(out + 8, ProductPlus<kMinIsNaN>(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(lo, 8)), scale), min));
+  _mm256_storeu_ps(out + 16, ProductPlus<kMinIsNaN>(_mm256_mul_ps(Uint8x8ToFloat(hi), scale), min));
+  _mm256_storeu_ps(out + 24, ProductPlus<kMinIsNaN>(_mm256_mul_ps(Uint8x8ToFloat(_mm_srli_si128(hi, 8)), scale), min));
+}
+
+// out[0..31] = (uint8 lanes of q) * scale + m, ggml's q*d + m.
+inline void StoreMulAddUint8x32(float* out, __m256i q, __m256 scale, float m) {
+  if (m != m) {
+    StoreMulAddUint8x32Of<true>(out, q, scale, _mm256_set1_ps(m));
+  } else {
+    StoreMulAddUint8x32Of<false>(out, q, scale, _mm256_set1_ps(m));
+  }
 }
 
 // A legacy block's 32 nibbles in element order: the 16 low nibbles, then the 16 high ones.
@@ -198,8 +210,8 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 void Q4_1(const uint8_t* src, size_t nblocks, float* out) {
   for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
-    const __m256 d = _mm256_set1_ps(HalfToFloat(LoadU16(src))), m = _mm256_set1_ps(HalfToFloat(LoadU16(src + 2)));
-    StoreMulAddUint8x32(out, LegacyNibbles(src + 4), d, m);
+    const __m256 d = _mm256_set1_ps(HalfToFloat(LoadU16(src)));
+    StoreMulAddUint8x32(out, LegacyNibbles(src + 4), d, HalfToFloat(LoadU16(src + 2)));
   }
 }
 
@@ -216,9 +228,9 @@ void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
 void Q5_1(const uint8_t* src, size_t nblocks, float* out) {
   const __m256i sixteen = _mm256_set1_epi8(16);
   for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
-    const __m256 d = _mm256_set1_ps(HalfToFloat(LoadU16(src))), m = _mm256_set1_ps(HalfToFloat(LoadU16(src + 2)));
+    const __m256 d = _mm256_set1_ps(HalfToFloat(LoadU16(src)));
     __m256i q = _mm256_or_si256(LegacyNibbles(src + 8), _mm256_and_si256(BitsToBytes(LoadU32(src + 4)), sixteen));
-    StoreMulAddUint8x32(out, q, d, m);
+    StoreMulAddUint8x32(out, q, d, HalfToFloat(LoadU16(src + 2)));
   }
 }
 

@@ -14,16 +14,26 @@ namespace {
 
 // q*d + m with ggml's NaN: where both the product and m are NaN, the product's (what x86 gives
 // for ggml's C, the first operand's). Compilers order a commutative sum's operands as they like,
-// so the choice is made explicit.
+// so the choice is made explicit; it matters only where m is NaN, so other blocks take the plain
+// sum (which vectorizes).
 inline float ProductPlus(float product, float m) { return product != product ? product : product + m; }
+
+// out[j] = nibble_j * d + m for the 32 values of a legacy block (`value(j)` its integer).
+template <typename Value>
+inline void StoreProductPlus(float* __restrict out, float d, float m, Value value) {
+  if (m != m) {
+    for (int j = 0; j < 32; j++) out[j] = ProductPlus(static_cast<float>(value(j)) * d, m);
+  } else {
+    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(value(j)) * d + m;
+  }
+}
 
 void KernelQ4_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
     const uint8_t* q = src + 4;
-    for (int j = 0; j < 16; j++) out[j] = ProductPlus(static_cast<float>(q[j] & 0xf) * d, m);
-    for (int j = 0; j < 16; j++) out[j + 16] = ProductPlus(static_cast<float>(q[j] >> 4) * d, m);
+    StoreProductPlus(out, d, m, [q](int j) { return j < 16 ? q[j] & 0xf : q[j - 16] >> 4; });
   }
 }
 
@@ -63,8 +73,7 @@ void KernelQ5_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict
     uint8_t high[32];
     FifthBits(LoadU32(src + 4), high);
     const uint8_t* q = src + 8;
-    for (int j = 0; j < 16; j++) out[j] = ProductPlus(static_cast<float>((q[j] & 0xf) | high[j]) * d, m);
-    for (int j = 0; j < 16; j++) out[j + 16] = ProductPlus(static_cast<float>((q[j] >> 4) | high[j + 16]) * d, m);
+    StoreProductPlus(out, d, m, [q, &high](int j) { return (j < 16 ? q[j] & 0xf : q[j - 16] >> 4) | high[j]; });
   }
 }
 
