@@ -18,9 +18,11 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
 
-  inspect [FILE]   summarize a GGUF file: version, metadata, tensor table, totals.
+  inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
+                   bits per weight, hyperparameters), metadata, tensor table, totals;
+                   any part of a split model shows the whole model.
                    Without FILE, inspects the embedded sample model.
-    --json         print one JSON object instead (every metadata value in full)
+    --json         print one JSON object instead (every metadata value in full, the summary)
     --sha256       with --json, add each tensor's sha256
   warm FILE        bring the whole file into memory (the page cache) before use,
                    with a progress bar and MB/s on a terminal, a summary otherwise
