@@ -6,19 +6,31 @@
 namespace gguf_mmap {
 namespace {
 
-void F16(const uint8_t* src, size_t n, float* out) {
-  const float* table = HalfTable();
-  for (size_t i = 0; i < n; i++) out[i] = table[LoadU16(src + 2 * i)];
+// Arithmetic rather than the 256 KB table, whose random lookups miss L1: selects and constant
+// shifts that compilers vectorize. The same bits as HalfToFloatBits (a NaN quiet, payload kept;
+// a subnormal m * 2^-24, exact in float32).
+void F16(const uint8_t* __restrict src, size_t n, float* __restrict out) {
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t h = LoadU16(src + 2 * i);
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    const uint32_t normal = ((exponent + 112) << 23) | (mantissa << 13);
+    const uint32_t special = 0x7f800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0);
+    const float small = static_cast<float>(mantissa) * 0x1p-24f;
+    uint32_t small_bits;
+    std::memcpy(&small_bits, &small, 4);
+    const uint32_t bits = ((h & 0x8000u) << 16) | (exponent == 31 ? special : exponent == 0 ? small_bits : normal);
+    std::memcpy(out + i, &bits, 4);
+  }
 }
 
-void BF16(const uint8_t* src, size_t n, float* out) {
+void BF16(const uint8_t* __restrict src, size_t n, float* __restrict out) {
   for (size_t i = 0; i < n; i++) {
     uint32_t bits = static_cast<uint32_t>(LoadU16(src + 2 * i)) << 16;
     std::memcpy(out + i, &bits, 4);
   }
 }
 
-void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
+void Q4_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     for (int j = 0; j < 16; j++) {
@@ -28,14 +40,14 @@ void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void Q8_0(const uint8_t* src, size_t nblocks, float* out) {
+void Q8_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 34, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     for (int j = 0; j < 32; j++) out[j] = static_cast<float>(static_cast<int8_t>(src[2 + j])) * d;
   }
 }
 
-void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
+void Q4_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
@@ -48,7 +60,7 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
+void Q5_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 176) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
@@ -63,29 +75,33 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
+// Per 16 outputs one scale and one constant shift of ql and qh: loops a compiler vectorizes.
+void Q6_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 210) {
     const float d = HalfToFloat(LoadU16(src + 208));
     const uint8_t* ql = src;
     const uint8_t* qh = src + 128;
     const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
     for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, out += 128) {
-      for (int l = 0; l < 32; l++) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        out[l] = d * sc[is] * q1;
-        out[l + 32] = d * sc[is + 2] * q2;
-        out[l + 64] = d * sc[is + 4] * q3;
-        out[l + 96] = d * sc[is + 6] * q4;
+      // Run r (32 outputs) takes nibble r / 2 of ql[l + 32 * (r % 2)] and bit pair r of qh[l];
+      // its first 16 outputs use scale 2r, the next 16 scale 2r + 1.
+      for (int r = 0; r < 4; r++) {
+        const uint8_t* low = ql + 32 * (r & 1);
+        const int nibble_shift = 4 * (r >> 1), pair_shift = 2 * r;
+        for (int part = 0; part < 2; part++) {
+          const float scale = d * static_cast<float>(sc[2 * r + part]);
+          float* o = out + 32 * r + 16 * part;
+          for (int l = 16 * part; l < 16 * part + 16; l++) {
+            const int q = (((low[l] >> nibble_shift) & 0xf) | (((qh[l] >> pair_shift) & 3) << 4)) - 32;
+            o[l - 16 * part] = scale * static_cast<float>(q);
+          }
+        }
       }
     }
   }
 }
 
-void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
+void IQ4_NL(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     for (int j = 0; j < 16; j++) {
