@@ -18,22 +18,31 @@ namespace {
 // sum (which vectorizes).
 inline float ProductPlus(float product, float m) { return product != product ? product : product + m; }
 
-// out[j] = nibble_j * d + m for the 32 values of a legacy block (`value(j)` its integer).
-template <typename Value>
-inline void StoreProductPlus(float* __restrict out, float d, float m, Value value) {
+// out[j] = q[j] * d + m for the 32 values of a legacy block.
+inline void StoreProductPlus(float* __restrict out, const uint8_t* __restrict q, float d, float m) {
   if (m != m) {
-    for (int j = 0; j < 32; j++) out[j] = ProductPlus(static_cast<float>(value(j)) * d, m);
+    for (int j = 0; j < 32; j++) out[j] = ProductPlus(static_cast<float>(q[j]) * d, m);
   } else {
-    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(value(j)) * d + m;
+    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(q[j]) * d + m;
   }
 }
+
+// A legacy block's 32 4-bit values in element order (low nibbles, then high), each OR-ed with
+// high[j] (Q5's fifth bit as 16, or 0): byte loops first, so the float loop is plain.
+inline void LegacyValues(const uint8_t* __restrict q, const uint8_t* __restrict high, uint8_t* __restrict values) {
+  for (int j = 0; j < 16; j++) values[j] = (q[j] & 0xf) | high[j];
+  for (int j = 0; j < 16; j++) values[j + 16] = (q[j] >> 4) | high[j + 16];
+}
+
+constexpr uint8_t kNoHighBits[32] = {};
 
 void KernelQ4_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
-    const uint8_t* q = src + 4;
-    StoreProductPlus(out, d, m, [q](int j) { return j < 16 ? q[j] & 0xf : q[j - 16] >> 4; });
+    uint8_t values[32];
+    LegacyValues(src + 4, kNoHighBits, values);
+    StoreProductPlus(out, values, d, m);
   }
 }
 
@@ -60,9 +69,9 @@ void KernelQ5_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict
     const float d = HalfToFloat(LoadU16(src));
     uint8_t high[32];
     FifthBits(LoadU32(src + 2), high);
-    const uint8_t* q = src + 6;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(static_cast<int>((q[j] & 0xf) | high[j]) - 16) * d;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(static_cast<int>((q[j] >> 4) | high[j + 16]) - 16) * d;
+    uint8_t values[32];
+    LegacyValues(src + 6, high, values);
+    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(static_cast<int>(values[j]) - 16) * d;
   }
 }
 
@@ -73,7 +82,9 @@ void KernelQ5_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict
     uint8_t high[32];
     FifthBits(LoadU32(src + 4), high);
     const uint8_t* q = src + 8;
-    StoreProductPlus(out, d, m, [q, &high](int j) { return (j < 16 ? q[j] & 0xf : q[j - 16] >> 4) | high[j]; });
+    uint8_t values[32];
+    LegacyValues(q, high, values);
+    StoreProductPlus(out, values, d, m);
   }
 }
 
