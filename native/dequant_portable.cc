@@ -6,21 +6,9 @@
 namespace gguf_mmap {
 namespace {
 
-// Arithmetic rather than the 256 KB table, whose random lookups miss L1: selects and constant
-// shifts that compilers vectorize. The same bits as HalfToFloatBits (a NaN quiet, payload kept;
-// a subnormal m * 2^-24, exact in float32).
 void F16(const uint8_t* __restrict src, size_t n, float* __restrict out) {
-  for (size_t i = 0; i < n; i++) {
-    const uint32_t h = LoadU16(src + 2 * i);
-    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    const uint32_t normal = ((exponent + 112) << 23) | (mantissa << 13);
-    const uint32_t special = 0x7f800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0);
-    const float small = static_cast<float>(mantissa) * 0x1p-24f;
-    uint32_t small_bits;
-    std::memcpy(&small_bits, &small, 4);
-    const uint32_t bits = ((h & 0x8000u) << 16) | (exponent == 31 ? special : exponent == 0 ? small_bits : normal);
-    std::memcpy(out + i, &bits, 4);
-  }
+  const float* table = HalfTable();
+  for (size_t i = 0; i < n; i++) out[i] = table[LoadU16(src + 2 * i)];
 }
 
 void BF16(const uint8_t* __restrict src, size_t n, float* __restrict out) {
@@ -101,7 +89,7 @@ void Q6_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) 
   }
 }
 
-void IQ4_NL(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
+void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     for (int j = 0; j < 16; j++) {
