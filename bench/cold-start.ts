@@ -12,15 +12,11 @@ import { join } from 'node:path';
 import { evictFromPageCache, openGguf, type GgufFile } from '../lib/index.js';
 import { ensureTinyllamaDense } from '../scripts/tinyllama-shape.js';
 import { findTinyllama } from '../scripts/tinyllama.js';
+import { median } from './stats.js';
 
 const RUNS = 3;
 const ROW_TRIALS = 15;
 const EMBEDDING = 'token_embd.weight';
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 /** Median over RUNS of `measure`, each after evicting the file. */
 async function cold(path: string, measure: () => Promise<number> | number): Promise<number> {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openGguf, writeGgufFile } from '../lib/index.js';
 import { findTinyllama } from '../scripts/tinyllama.js';
+import { median, quantile } from './stats.js';
 
 const ROWS = 32000;
 const ROW = 2048;
@@ -46,8 +47,6 @@ function randomIds(): Int32Array {
   return Int32Array.from({ length: BATCH }, () => Math.floor(Math.random() * ROWS));
 }
 
-const median = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!;
-const quantile = (v: number[], q: number) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor(q * v.length))]!;
 
 /** Nanoseconds per row: median over TRIALS batches of 512 fresh random ids. */
 function perRow(run: (ids: Int32Array) => void): number {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { openGguf, writeGgufSplit } from '../lib/index.js';
 import { splitPartName } from '../lib/format/write-split.js';
 import { ensureTinyllamaShaped, tinyllamaShapedSpec } from '../scripts/tinyllama-shape.js';
+import { median } from './stats.js';
 
 const PARTS = 5;
 const RUNS = 101;
@@ -20,7 +21,7 @@ function medianOpenMs(path: string): number {
     times.push(performance.now() - start);
     g.close();
   }
-  return times.sort((a, b) => a - b)[RUNS >> 1]!;
+  return median(times);
 }
 
 function main(): void {

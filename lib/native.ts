@@ -67,7 +67,7 @@ interface Addon {
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
   /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
-  gatherRows(src: Uint8Array, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array, outIndex: number): boolean;
+  gatherRows(src: Uint8Array, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array): boolean;
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number, rowBytes?: number, ids?: Int32Array | Uint32Array) => NativeDequantJob;
   dequantInfo(): { isa: string; typeIds: number[] };
   forcePortableDequant(portable: boolean): void;

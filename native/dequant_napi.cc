@@ -12,7 +12,7 @@
 //     job.copyTo(out: Float32Array, outIndex)      or copies it into a caller's array
 //   dequantizeNew(typeId, src, nblocks): Float32Array | false
 //       the output in addon-mapped memory (huge pages when large), handed over without a copy.
-//   gatherRows(src, typeId, rowBytes, rows: number | Int32Array | Uint32Array, count, out, outIndex): boolean
+//   gatherRows(src, typeId, rowBytes, rows: number | Int32Array | Uint32Array, count, out): boolean
 //       rows of a tensor, consecutive from a first row or by id (every id checked first), with
 //       the bytes of rows a few ahead prefetched.
 //   dequantInfo(): { isa, typeIds }
@@ -228,8 +228,6 @@ Napi::Value DequantizeNew(const Napi::CallbackInfo& info) {
   return HandOver(info.Env(), *out);
 }
 
-// Rows: every id checked before anything is written. `ids` is a number (the first of `count`
-// consecutive rows) or an Int32Array / Uint32Array of at least `count` row indices.
 // Row ids copied out of the caller's typed array (Int32Array or Uint32Array) and checked: the
 // caller's array may share memory with the output (decoding would rewrite the ids still to be
 // read) or be a SharedArrayBuffer another thread writes, so each id is read once, here. False
@@ -245,34 +243,6 @@ bool CopyRowIds(const uint8_t* data, bool is_signed, size_t count, size_t total,
   return true;
 }
 
-// Rows: the first of `count` consecutive rows, or checked copies of their ids.
-struct RowList {
-  size_t first = 0;            // when contiguous
-  bool by_id = false;
-  std::vector<uint32_t> ids;   // else these
-};
-
-RowList ParseRows(Napi::Env env, Napi::Value rows, size_t count, size_t total) {
-  RowList list;
-  if (rows.IsNumber()) {
-    const double first = rows.As<Napi::Number>().DoubleValue();
-    if (!IsWholeNumber(first) || first + static_cast<double>(count) > static_cast<double>(total)) {
-      throw Napi::RangeError::New(env, "gatherRows: rows out of range");
-    }
-    list.first = static_cast<size_t>(first);
-    return list;
-  }
-  TypedSpan ids = GetTypedSpan(env, rows, "ids");
-  if ((ids.type != napi_int32_array && ids.type != napi_uint32_array) || ids.length < count) {
-    throw Napi::TypeError::New(env, "gatherRows: ids must be an Int32Array or Uint32Array of at least count ids");
-  }
-  list.by_id = true;
-  if (!CopyRowIds(ids.data, ids.type == napi_int32_array, count, total, &list.ids)) {
-    throw Napi::RangeError::New(env, "gatherRows: row id out of range");
-  }
-  return list;
-}
-
 // How many rows ahead to prefetch: a random row's bytes come from memory (~100 ns away) while
 // the kernel decodes the rows before it.
 constexpr size_t kPrefetchRows = 4;
@@ -281,41 +251,18 @@ void PrefetchRow(const uint8_t* row, size_t bytes) {
   for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);
 }
 
-}  // namespace
-
-// Rows of a tensor whose bytes are [src, src + src_length) into out, one after another; the
-// arguments from info[first]: typeId, rowBytes, rows (number | Int32Array | Uint32Array), count,
-// out, outIndex. False when there is no native kernel for typeId.
-Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const uint8_t* src, size_t src_length) {
-  Napi::Env env = info.Env();
-  if (info.Length() < first + 6 || !info[first].IsNumber() || !info[first + 1].IsNumber() || !info[first + 3].IsNumber()) {
-    throw Napi::TypeError::New(env, "gatherRows(..., typeId, rowBytes, rows, count, out, outIndex)");
-  }
-  DequantKernel kernel;
-  if (!FindDequantKernel(info[first].As<Napi::Number>().Int32Value(), &kernel)) return Napi::Boolean::New(env, false);
-  const double row_bytes_arg = info[first + 1].As<Napi::Number>().DoubleValue();
-  const double count_arg = info[first + 3].As<Napi::Number>().DoubleValue();
-  if (!IsWholeNumber(row_bytes_arg) || row_bytes_arg == 0 || !IsWholeNumber(count_arg) ||
-      static_cast<size_t>(row_bytes_arg) % kernel.type_size != 0) {
-    throw Napi::RangeError::New(env, "gatherRows: rowBytes must be a whole number of blocks");
-  }
-  const size_t row_bytes = static_cast<size_t>(row_bytes_arg), count = static_cast<size_t>(count_arg);
+// Rows `ids` (checked) of the tensor at `base`, one after another into `out`, the bytes of the
+// rows a few ahead asked for while the current one decodes.
+void DecodeRowIds(const DequantKernel& kernel, const uint8_t* base, size_t row_bytes, const uint32_t* ids, size_t count, float* out) {
   const size_t row_blocks = row_bytes / kernel.type_size, row_floats = row_blocks * kernel.block_size;
-  const RowList rows = ParseRows(env, info[first + 2], count, src_length / row_bytes);
-  float* out = OutputAt(info, first + 4, count * row_floats);
-  if (count == 0) return Napi::Boolean::New(env, true);
-  if (!rows.by_id) {
-    kernel.fn(src + rows.first * row_bytes, count * row_blocks, out);
-    return Napi::Boolean::New(env, true);
-  }
-  auto row_at = [&](size_t i) { return src + static_cast<size_t>(rows.ids[i]) * row_bytes; };
-  for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(row_at(i), row_bytes);
+  for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(base + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
   for (size_t i = 0; i < count; i++, out += row_floats) {
-    if (i + kPrefetchRows < count) PrefetchRow(row_at(i + kPrefetchRows), row_bytes);
-    kernel.fn(row_at(i), row_blocks, out);
+    if (i + kPrefetchRows < count) PrefetchRow(base + static_cast<size_t>(ids[i + kPrefetchRows]) * row_bytes, row_bytes);
+    kernel.fn(base + static_cast<size_t>(ids[i]) * row_bytes, row_blocks, out);
   }
-  return Napi::Boolean::New(env, true);
 }
+
+}  // namespace
 
 napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value, napi_value count_value, napi_value out_value) {
   napi_value result;
@@ -376,11 +323,7 @@ napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value
       napi_throw_range_error(env, nullptr, "readRows: row id out of range");
       return nullptr;
     }
-    for (size_t i = 0; i < count && i < kPrefetchRows; i++) PrefetchRow(span.base + ids[i] * span.row_bytes, span.row_bytes);
-    for (size_t i = 0; i < count; i++, out += row_floats) {
-      if (i + kPrefetchRows < count) PrefetchRow(span.base + ids[i + kPrefetchRows] * span.row_bytes, span.row_bytes);
-      kernel.fn(span.base + static_cast<size_t>(ids[i]) * span.row_bytes, row_blocks, out);
-    }
+    DecodeRowIds(kernel, span.base, span.row_bytes, ids.data(), count, out);
   }
   napi_get_boolean(env, true, &result);
   return result;
@@ -388,12 +331,19 @@ napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value
 
 namespace {
 
-// gatherRows(src: Uint8Array, typeId, rowBytes, rows, count, out, outIndex): rows of a tensor in
-// memory JavaScript holds (a mapped file's rows go through Mapping.gatherRows, with no window).
+// gatherRows(src: Uint8Array, typeId, rowBytes, rows, count, out): readRows over a tensor in
+// memory JavaScript holds (a mapped file's rows go through Mapping.rowReader, with no window).
 Napi::Value GatherRows(const Napi::CallbackInfo& info) {
-  TypedSpan src = GetTypedSpan(info.Env(), info.Length() > 0 ? info[0] : info.Env().Undefined(), "src");
-  if (src.type != napi_uint8_array) throw Napi::TypeError::New(info.Env(), "src must be a Uint8Array");
-  return GatherRowsFrom(info, 1, src.data, src.length);
+  Napi::Env env = info.Env();
+  if (info.Length() < 6 || !info[1].IsNumber() || !info[2].IsNumber()) throw Napi::TypeError::New(env, "gatherRows(src, typeId, rowBytes, rows, count, out)");
+  TypedSpan src = GetTypedSpan(env, info[0], "src");
+  if (src.type != napi_uint8_array) throw Napi::TypeError::New(env, "src must be a Uint8Array");
+  const double type_id = info[1].As<Napi::Number>().DoubleValue(), row_bytes = info[2].As<Napi::Number>().DoubleValue();
+  if (!(type_id >= 0 && type_id < 256) || !IsWholeNumber(row_bytes) || row_bytes == 0) {
+    throw Napi::RangeError::New(env, "gatherRows: typeId and rowBytes out of range");
+  }
+  const RowSpan span{src.data, src.length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)};
+  return Napi::Value(env, ReadRowsInto(env, span, info[3], info[4], info[5]));
 }
 
 // One run() in flight: its blocks, its promise, and a hold on the job's memory.
@@ -413,12 +363,8 @@ void ExecutePart(napi_env /*env*/, void* data) {
     m.kernel.fn(m.src + part->first * m.kernel.type_size, part->count, m.out->data() + part->first * m.kernel.block_size);
     return;
   }
-  const size_t row_floats = m.row_blocks * m.kernel.block_size;
-  const size_t end = part->first + part->count;
-  for (size_t i = part->first; i < end; i++) {
-    if (i + kPrefetchRows < end) PrefetchRow(m.src + m.rows[i + kPrefetchRows] * m.row_bytes, m.row_bytes);
-    m.kernel.fn(m.src + m.rows[i] * m.row_bytes, m.row_blocks, m.out->data() + i * row_floats);
-  }
+  DecodeRowIds(m.kernel, m.src, m.row_bytes, m.rows.data() + part->first, part->count,
+               m.out->data() + part->first * m.row_blocks * m.kernel.block_size);
 }
 
 // Runs on the JS thread, or during a worker's teardown when JavaScript can no longer run: every

@@ -7,12 +7,7 @@ namespace gguf_mmap {
 
 void RegisterDequant(Napi::Env env, Napi::Object exports);
 
-// Rows of a tensor at [src, src + src_length) into a Float32Array; the arguments from info[first]:
-// typeId, rowBytes, rows (first row, or Int32Array/Uint32Array ids), count, out, outIndex. False
-// when there is no native kernel for the type.
-Napi::Value GatherRowsFrom(const Napi::CallbackInfo& info, size_t first, const uint8_t* src, size_t src_length);
-
-// The rows of one tensor in memory that outlives every call (a mapping), for a bound row reader.
+// The rows of one tensor: in a mapping for a bound row reader, or in memory JS holds for one call.
 struct RowSpan {
   const uint8_t* base;
   size_t rows;

@@ -137,7 +137,7 @@ function plan(
   if (!BACKENDS.includes(backend)) throw new TypeError(`dequantize: backend is one of ${BACKENDS.join(', ')}, not '${String(backend)}'`);
   // The native kernels read little-endian data only (quantized blocks always are). 'js' never
   // touches the addon.
-  const nativeable = backend !== 'js' && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
+  const nativeable = backend !== 'js' && hasNativeKernel(type, littleEndian);
   if (backend === 'native' && !nativeable) {
     const why = optionalAddon() === undefined ? ` (the native addon is not loaded: ${addonUnavailableReason()})` : littleEndian ? '' : ' in a big-endian file';
     throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${why}`, at.fileOffset);
@@ -182,12 +182,17 @@ export function dequantizeAt(
  * the caller's fallback through plan() reports it.
  */
 export function nativeRows(type: GgmlType, backend: DequantBackend | undefined, littleEndian: boolean): boolean {
-  return (backend === undefined || backend === 'auto' || backend === 'native') && (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
+  return (backend === undefined || backend === 'auto' || backend === 'native') && hasNativeKernel(type, littleEndian);
+}
+
+/** The addon has a kernel for the type, and the data is what it reads (native kernels read little-endian; quantized blocks always are). */
+function hasNativeKernel(type: GgmlType, littleEndian: boolean): boolean {
+  return (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
 }
 
 /** Rows of a tensor in memory JS holds (`tensorBytes`) into `out`; see Addon.gatherRows. */
 export function gatherRowsFromBytes(type: GgmlType, tensorBytes: Uint8Array, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array): boolean {
-  return addon().gatherRows(tensorBytes, type.id, rowBytes, rows, count, out, 0);
+  return addon().gatherRows(tensorBytes, type.id, rowBytes, rows, count, out);
 }
 
 /**

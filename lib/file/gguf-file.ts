@@ -1,7 +1,7 @@
-import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GgufMetadata } from './metadata.js';
+import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
 import { GgufError } from '../errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
 import type { TensorTable } from '../format/tensor-table.js';
@@ -245,9 +245,10 @@ export class GgufFile implements Disposable {
   }
 }
 
-/** Parses the header through the source's head window, growing it while the header runs past. */
+// The first header window of a split model's parts after the first (split keys and tensor infos).
 const PART_HEAD_BYTES = 64 << 10;
 
+/** Parses the header through the source's head window, growing it while the header runs past. */
 function readHeader(source: ByteSource, limits: ParseLimits, firstLength?: number): { view: DataView; layout: GgufLayout } {
   let view = source.head(firstLength)!;
   for (;;) {

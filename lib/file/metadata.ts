@@ -49,7 +49,7 @@ const TYPED_ARRAYS: Partial<Record<GgufValueType, { new (buffer: ArrayBufferLike
 };
 
 const INTEGER_TYPES: readonly GgufValueType[] = ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'UINT64', 'INT64'];
-const NUMBER_TYPES: readonly GgufValueType[] = [...INTEGER_TYPES, 'FLOAT32', 'FLOAT64'];
+export const NUMBER_TYPES: readonly GgufValueType[] = [...INTEGER_TYPES, 'FLOAT32', 'FLOAT64'];
 
 function describe(record: KvRecord): string {
   return record.array === undefined ? record.type : `an array of ${record.array.elementType}`;

@@ -130,8 +130,9 @@ export class MappedSource implements ByteSource {
     this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
     this.maxRange = Math.min(limit, this.size);
-    // Page multiples, so that windows start on pages.
-    this.windowSize = this.size === 0 ? PAGE : this.size <= Math.min(limit, GRID_WINDOW) ? this.size : Math.max(PAGE, Math.floor(Math.min(limit, GRID_WINDOW) / PAGE) * PAGE);
+    // A whole small file, else page multiples, so that windows start on pages.
+    const grid = Math.min(limit, GRID_WINDOW);
+    this.windowSize = this.size > 0 && this.size <= grid ? this.size : Math.max(PAGE, Math.floor(grid / PAGE) * PAGE);
   }
 
   /** Asked for by verify() only, so opening does not pay for it. */

@@ -1,6 +1,6 @@
 import { ggmlTypeById, type GgmlTypeName } from '../format/ggml-types.js';
 import type { TensorTable } from '../format/tensor-table.js';
-import type { GgufMetadata } from './metadata.js';
+import { NUMBER_TYPES, type GgufMetadata } from './metadata.js';
 
 /** Tensors of one ggml type: how many, their elements (parameters) and bytes. */
 export interface TypeSummary {
@@ -39,7 +39,6 @@ export interface ModelSummary {
   readonly fileBytes: number;
 }
 
-const NUMBER_TYPES = new Set(['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'UINT64', 'INT64', 'FLOAT64']);
 const MAX_HYPERPARAMETER_ARRAY = 4096;
 const MAX_HYPERPARAMETER_NUMBERS = 65_536;
 
@@ -63,9 +62,9 @@ export function hyperparametersOf(metadata: GgufMetadata): Readonly<Record<strin
     if (!key.startsWith(prefix)) continue;
     const info = metadata.info(key)!;
     const name = key.slice(prefix.length);
-    if (NUMBER_TYPES.has(info.type)) {
+    if (NUMBER_TYPES.includes(info.type)) {
       hyperparameters[name] = safeNumber(metadata.get(key))!;
-    } else if (info.arrayType !== undefined && NUMBER_TYPES.has(info.arrayType) && info.length! <= Math.min(MAX_HYPERPARAMETER_ARRAY, budget)) {
+    } else if (info.arrayType !== undefined && NUMBER_TYPES.includes(info.arrayType) && info.length! <= Math.min(MAX_HYPERPARAMETER_ARRAY, budget)) {
       budget -= info.length!;
       hyperparameters[name] = Object.freeze(Array.from(metadata.get(key) as ArrayLike<number | bigint>, (v) => safeNumber(v)!));
     }
@@ -108,7 +107,7 @@ export function summarize(
   return Object.freeze({
     architecture: architectureOf(metadata),
     name: metadata.type('general.name') === 'STRING' ? metadata.getString('general.name') : undefined,
-    fileType: fileType !== undefined && NUMBER_TYPES.has(fileType) ? safeNumber(metadata.get('general.file_type')) : undefined,
+    fileType: fileType !== undefined && NUMBER_TYPES.includes(fileType) ? safeNumber(metadata.get('general.file_type')) : undefined,
     parameters,
     bytes,
     bitsPerWeight: bits(bytes, parameters),
