@@ -44,22 +44,39 @@ const float* Ue4m3HalfTable() {
 
 namespace {
 
-// The lookup tables by name, where each lives and how long it is; bit i of tables_ready is kTables[i].
+// The bytes of grid entries (kWidth bytes each, of type Byte) as floats (exact).
+template <typename Byte, typename Entry, size_t kWidth>
+void GridAsFloats(const Entry* grid, size_t entries, float (*out)[kWidth]) {
+  for (size_t i = 0; i < entries; i++) {
+    for (size_t j = 0; j < kWidth; j++) out[i][j] = static_cast<float>(static_cast<Byte>(grid[i] >> (8 * j)));
+  }
+}
+
+void DeriveIq2xxs() { GridAsFloats<uint8_t>(g_tables.iq2xxs_grid, 256, g_tables.iq2xxs_grid_f); }
+void DeriveIq2xs() { GridAsFloats<uint8_t>(g_tables.iq2xs_grid, 512, g_tables.iq2xs_grid_f); }
+void DeriveIq2s() { GridAsFloats<uint8_t>(g_tables.iq2s_grid, 1024, g_tables.iq2s_grid_f); }
+void DeriveIq3xxs() { GridAsFloats<uint8_t>(g_tables.iq3xxs_grid, 256, g_tables.iq3xxs_grid_f); }
+void DeriveIq3s() { GridAsFloats<uint8_t>(g_tables.iq3s_grid, 512, g_tables.iq3s_grid_f); }
+void DeriveIq1s() { GridAsFloats<int8_t>(g_tables.iq1s_grid, 2048, g_tables.iq1s_grid_f); }
+
+// The lookup tables by name, where each lives, how long it is and what is made from it once it is
+// set; bit i of tables_ready is kTables[i].
 struct TableSlot {
   const char* name;
   void* data;
   size_t length;
+  void (*derive)();
 };
 const TableSlot kTables[] = {
-    {"kvalues_iq4nl", g_tables.iq4nl, sizeof g_tables.iq4nl},
-    {"kvalues_fp4", g_tables.fp4, sizeof g_tables.fp4},
-    {"ksigns_iq2xs", g_tables.ksigns_iq2xs, sizeof g_tables.ksigns_iq2xs},
-    {"iq2xxs_grid", g_tables.iq2xxs_grid, sizeof g_tables.iq2xxs_grid},
-    {"iq2xs_grid", g_tables.iq2xs_grid, sizeof g_tables.iq2xs_grid},
-    {"iq2s_grid", g_tables.iq2s_grid, sizeof g_tables.iq2s_grid},
-    {"iq3xxs_grid", g_tables.iq3xxs_grid, sizeof g_tables.iq3xxs_grid},
-    {"iq3s_grid", g_tables.iq3s_grid, sizeof g_tables.iq3s_grid},
-    {"iq1s_grid", g_tables.iq1s_grid, sizeof g_tables.iq1s_grid},
+    {"kvalues_iq4nl", g_tables.iq4nl, sizeof g_tables.iq4nl, nullptr},
+    {"kvalues_fp4", g_tables.fp4, sizeof g_tables.fp4, nullptr},
+    {"ksigns_iq2xs", g_tables.ksigns_iq2xs, sizeof g_tables.ksigns_iq2xs, nullptr},
+    {"iq2xxs_grid", g_tables.iq2xxs_grid, sizeof g_tables.iq2xxs_grid, DeriveIq2xxs},
+    {"iq2xs_grid", g_tables.iq2xs_grid, sizeof g_tables.iq2xs_grid, DeriveIq2xs},
+    {"iq2s_grid", g_tables.iq2s_grid, sizeof g_tables.iq2s_grid, DeriveIq2s},
+    {"iq3xxs_grid", g_tables.iq3xxs_grid, sizeof g_tables.iq3xxs_grid, DeriveIq3xxs},
+    {"iq3s_grid", g_tables.iq3s_grid, sizeof g_tables.iq3s_grid, DeriveIq3s},
+    {"iq1s_grid", g_tables.iq1s_grid, sizeof g_tables.iq1s_grid, DeriveIq1s},
 };
 enum : uint32_t { kIq4nl = 1, kFp4 = 2, kKsigns = 4, kIq2xxs = 8, kIq2xs = 16, kIq2s = 32, kIq3xxs = 64, kIq3s = 128, kIq1s = 256 };
 
@@ -171,6 +188,7 @@ bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length) {
     // Set once: a kernel on another thread may be reading the table (the bytes would be the same).
     if ((tables_ready.load() & (1u << i)) == 0) {
       std::memcpy(kTables[i].data, bytes, length);
+      if (kTables[i].derive != nullptr) kTables[i].derive();
       tables_ready.fetch_or(1u << i);
     }
     return true;

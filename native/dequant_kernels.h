@@ -18,8 +18,9 @@ namespace {
 // sum (which vectorizes).
 inline float ProductPlus(float product, float m) { return product != product ? product : product + m; }
 
-// out[j] = q[j] * d + m for the 32 values of a legacy block.
-inline void StoreProductPlus(float* __restrict out, const uint8_t* __restrict q, float d, float m) {
+// out[j] = q[j] * d + m for the 32 values of a legacy block (q: bytes or floats).
+template <typename Value>
+inline void StoreProductPlus(float* __restrict out, const Value* __restrict q, float d, float m) {
   if (m != m) {
     for (int j = 0; j < 32; j++) out[j] = ProductPlus(static_cast<float>(q[j]) * d, m);
   } else {
@@ -46,32 +47,39 @@ void KernelQ4_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict
   }
 }
 
-// Byte k of entry b is 16 where bit k of b is set: Q5's fifth bits spread to bytes with table
-// lookups rather than a shift per element, so the loops below vectorize without per-lane shifts.
-struct FifthBitBytes {
-  uint64_t v[256];
-  constexpr FifthBitBytes() : v() {
+// Row b: for the 8 elements whose fifth bits are the bits of byte b of qh, `base` where the bit
+// is clear and `base` + 16 where it is set, as floats. Adding it to a nibble converted to float
+// gives the 5-bit value less any bias, exactly (small integers), with no per-lane shifts: the
+// loops below vectorize.
+struct FifthBitFloats {
+  float v[256][8];
+  constexpr explicit FifthBitFloats(float base) : v() {
     for (int b = 0; b < 256; b++) {
-      for (int k = 0; k < 8; k++) v[b] |= static_cast<uint64_t>((b >> k) & 1) << (8 * k + 4);
+      for (int k = 0; k < 8; k++) v[b][k] = base + (((b >> k) & 1) ? 16.0f : 0.0f);
     }
   }
 };
-constexpr FifthBitBytes kFifthBit;
+constexpr FifthBitFloats kQ5_0Offsets(-16.0f);  // Q5_0 is signed: value - 16
+constexpr FifthBitFloats kQ5_1Offsets(0.0f);
 
-// The 32 fifth bits of a Q5 block's qh as bytes 0 or 16, in element order.
-inline void FifthBits(uint32_t qh, uint8_t* bytes) {
-  for (int k = 0; k < 4; k++) std::memcpy(bytes + 8 * k, &kFifthBit.v[(qh >> (8 * k)) & 255], 8);
+// The 32 values of a Q5 block as floats, in element order (low nibbles with qh bits 0-15, then
+// high nibbles with bits 16-31), each plus its row of `offsets`: whole-array byte, copy and float
+// loops (short or strided ones are built from scalars by the vectorizer, which is slower).
+inline void Q5Values(const uint8_t* __restrict q, uint32_t qh, const FifthBitFloats& offsets, float* __restrict values) {
+  uint8_t nibbles[32];
+  LegacyValues(q, kNoHighBits, nibbles);
+  float offset[32];
+  for (int k = 0; k < 4; k++) std::memcpy(offset + 8 * k, offsets.v[(qh >> (8 * k)) & 255], 32);
+  for (int j = 0; j < 32; j++) values[j] = static_cast<float>(nibbles[j]) + offset[j];
 }
 
 // Q5: the fifth bit of element j is bit j of the little-endian uint32 qh.
 void KernelQ5_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
   for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
-    uint8_t high[32];
-    FifthBits(LoadU32(src + 2), high);
-    uint8_t values[32];
-    LegacyValues(src + 6, high, values);
-    for (int j = 0; j < 32; j++) out[j] = static_cast<float>(static_cast<int>(values[j]) - 16) * d;
+    float values[32];
+    Q5Values(src + 6, LoadU32(src + 2), kQ5_0Offsets, values);
+    for (int j = 0; j < 32; j++) out[j] = values[j] * d;
   }
 }
 
@@ -79,11 +87,8 @@ void KernelQ5_1(const uint8_t* __restrict src, size_t nblocks, float* __restrict
   for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
     const float m = HalfToFloat(LoadU16(src + 2));
-    uint8_t high[32];
-    FifthBits(LoadU32(src + 4), high);
-    const uint8_t* q = src + 8;
-    uint8_t values[32];
-    LegacyValues(q, high, values);
+    float values[32];
+    Q5Values(src + 8, LoadU32(src + 4), kQ5_1Offsets, values);
     StoreProductPlus(out, values, d, m);
   }
 }
@@ -101,45 +106,66 @@ void KernelQ1_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict
   }
 }
 
-// Q2_0: 64 elements, two bits each (LSB first), value (q - 1) * d: the four values computed once
-// per block (as (q - 1) * d), then picked.
+// Q2_0: 64 elements, two bits each (LSB first), value (q - 1) * d. Row b of the table holds the
+// four levels (q - 1) of byte b as floats; each is multiplied by d as ggml does (a level of -1 is
+// not folded into -d, which would flip a NaN's sign), four at a time, which vectorizes.
+struct Q2Levels {
+  float v[256][4];
+  constexpr Q2Levels() : v() {
+    for (int b = 0; b < 256; b++) {
+      for (int k = 0; k < 4; k++) v[b][k] = static_cast<float>(((b >> (2 * k)) & 3) - 1);
+    }
+  }
+};
+constexpr Q2Levels kQ2Levels;
+
 void KernelQ2_0(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
-  for (size_t b = 0; b < nblocks; b++, src += 18, out += 64) {
+  for (size_t b = 0; b < nblocks; b++, src += 18) {
     const float d = HalfToFloat(LoadU16(src));
-    // Levels read through volatile: with constants the compiler makes -1 * d into -d, which flips
-    // a NaN's sign where ggml's multiply keeps it.
-    static volatile float levels[4] = {-1.0f, 0.0f, 1.0f, 2.0f};
-    const float value[4] = {levels[0] * d, levels[1] * d, levels[2] * d, levels[3] * d};
-    for (int i = 0; i < 16; i++) {
-      const uint32_t q = src[2 + i];
-      out[4 * i] = value[q & 3];
-      out[4 * i + 1] = value[(q >> 2) & 3];
-      out[4 * i + 2] = value[(q >> 4) & 3];
-      out[4 * i + 3] = value[q >> 6];
+    for (int i = 0; i < 16; i++, out += 4) {
+      const float* levels = kQ2Levels.v[src[2 + i]];
+      for (int k = 0; k < 4; k++) out[k] = levels[k] * d;
     }
   }
 }
 
+// The 2n values of n bytes of 4-bit indices into a 16-entry table (low nibbles first, then high),
+// looked up one at a time into floats: the product loop after it then vectorizes (compilers build
+// the looked-up values into vectors one scalar at a time, which costs more).
+inline void NibbleValues(const uint8_t* __restrict q, int n, const float* __restrict table, float* __restrict values) {
+  for (int j = 0; j < n; j++) {
+    values[j] = table[q[j] & 0xf];
+    values[j + n] = table[q[j] >> 4];
+  }
+}
+
+// The FP4 (E2M1) values, doubled as in ggml's table, as floats.
+inline void Fp4Table(float* table) {
+  for (int i = 0; i < 16; i++) table[i] = static_cast<float>(g_tables.fp4[i]);
+}
+
 // MXFP4: 32 E2M1 values (the table holds them doubled) times one E8M0 scale, taken as half its value.
 void KernelMXFP4(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
-  const int8_t* values = g_tables.fp4;
+  float table[16];
+  Fp4Table(table);
   for (size_t b = 0; b < nblocks; b++, src += 17, out += 32) {
     const float d = E8M0Half(src[0]);
-    const uint8_t* q = src + 1;
-    for (int j = 0; j < 16; j++) out[j] = static_cast<float>(values[q[j] & 0xf]) * d;
-    for (int j = 0; j < 16; j++) out[j + 16] = static_cast<float>(values[q[j] >> 4]) * d;
+    float values[32];
+    NibbleValues(src + 1, 16, table, values);
+    for (int j = 0; j < 32; j++) out[j] = values[j] * d;
   }
 }
 
 // NVFP4: 64 elements in four sub-blocks of 16, each with a UE4M3 scale (taken as half its value).
 void KernelNVFP4(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
-  const int8_t* values = g_tables.fp4;
+  float table[16];
+  Fp4Table(table);
   for (size_t b = 0; b < nblocks; b++, src += 36) {
     for (int s = 0; s < 4; s++, out += 16) {
       const float d = UE4M3Half(src[s]);
-      const uint8_t* q = src + 4 + 8 * s;
-      for (int j = 0; j < 8; j++) out[j] = static_cast<float>(values[q[j] & 0xf]) * d;
-      for (int j = 0; j < 8; j++) out[j + 8] = static_cast<float>(values[q[j] >> 4]) * d;
+      float values[16];
+      NibbleValues(src + 4 + 8 * s, 8, table, values);
+      for (int j = 0; j < 16; j++) out[j] = values[j] * d;
     }
   }
 }
@@ -208,16 +234,17 @@ void KernelQ8_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict
 
 // IQ4_XS: IQ4_NL's values, 8 sub-blocks of 32 with 6-bit scales (bias 32).
 void KernelIQ4_XS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
-  const int8_t* values = g_tables.iq4nl;
+  float table[16];
+  for (int i = 0; i < 16; i++) table[i] = static_cast<float>(g_tables.iq4nl[i]);
   for (size_t b = 0; b < nblocks; b++, src += 136) {
     const float d = HalfToFloat(LoadU16(src));
     const uint16_t scales_high = LoadU16(src + 2);
     for (int ib = 0; ib < 8; ib++, out += 32) {
       const int ls = ((src[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) | (((scales_high >> (2 * ib)) & 3) << 4);
       const float dl = d * static_cast<float>(ls - 32);
-      const uint8_t* q = src + 8 + 16 * ib;
-      for (int j = 0; j < 16; j++) out[j] = dl * static_cast<float>(values[q[j] & 0xf]);
-      for (int j = 0; j < 16; j++) out[j + 16] = dl * static_cast<float>(values[q[j] >> 4]);
+      float values[32];
+      NibbleValues(src + 8 + 16 * ib, 16, table, values);
+      for (int j = 0; j < 32; j++) out[j] = dl * values[j];
     }
   }
 }
@@ -256,19 +283,31 @@ void KernelTQ2_0(const uint8_t* __restrict src, size_t nblocks, float* __restric
 
 // IQ types: grid entries hold the magnitudes of 8 (or 4) elements; signs come from
 // ksigns_iq2xs (7 stored bits -> 8 sign bits) or are stored whole. A sign multiplies (+-1.0f) like
-// ggml's, exact, and branch-free: sign bits are as good as random.
+// ggml's (a NaN scale keeps its sign), and comes from a table of floats, as the magnitudes do (the
+// grids as floats): each group of 8 is then two rows of floats multiplied, which vectorizes.
 
-inline float Sign(uint32_t bits, int j) { return 1.0f - 2.0f * static_cast<float>((bits >> j) & 1); }
+// Entry b: eight factors, -1.0f where bit j of b is set, else 1.0f.
+struct SignFactors {
+  float v[256][8];
+  constexpr SignFactors() : v() {
+    for (int b = 0; b < 256; b++) {
+      for (int j = 0; j < 8; j++) v[b][j] = ((b >> j) & 1) ? -1.0f : 1.0f;
+    }
+  }
+};
+constexpr SignFactors kSignFactors;
 
-// Eight magnitudes from a 64-bit grid entry times `scale`, with signs.
-inline void PutSigned8(float* out, uint64_t entry, float scale, uint32_t signs) {
-  for (int j = 0; j < 8; j++) out[j] = scale * static_cast<float>(static_cast<uint8_t>(entry >> (8 * j))) * Sign(signs, j);
+// out[j] = scale * magnitude[j] * sign[j] for 8 elements, ggml's order of products.
+inline void PutSigned8(float* __restrict out, const float* __restrict magnitude, float scale, uint32_t signs) {
+  const float* sign = kSignFactors.v[signs];
+  for (int j = 0; j < 8; j++) out[j] = scale * magnitude[j] * sign[j];
 }
 
-// Two 4-value grid entries (32 bits each) times `scale`, with 8 sign bits.
-inline void PutSigned4x2(float* out, uint32_t e1, uint32_t e2, float scale, uint32_t signs) {
-  for (int j = 0; j < 4; j++) out[j] = scale * static_cast<float>(static_cast<uint8_t>(e1 >> (8 * j))) * Sign(signs, j);
-  for (int j = 0; j < 4; j++) out[j + 4] = scale * static_cast<float>(static_cast<uint8_t>(e2 >> (8 * j))) * Sign(signs, j + 4);
+// Two 4-element grid rows (as floats) times `scale`, with 8 sign bits.
+inline void PutSigned4x2(float* __restrict out, const float* __restrict m1, const float* __restrict m2, float scale, uint32_t signs) {
+  const float* sign = kSignFactors.v[signs];
+  for (int j = 0; j < 4; j++) out[j] = scale * m1[j] * sign[j];
+  for (int j = 0; j < 4; j++) out[j + 4] = scale * m2[j] * sign[j + 4];
 }
 
 void KernelIQ2_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
@@ -278,7 +317,7 @@ void KernelIQ2_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restr
       const uint8_t* q = src + 2 + 8 * ib;
       const uint32_t aux = LoadU32(q + 4);
       const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.25f;
-      for (int l = 0; l < 4; l++, out += 8) PutSigned8(out, g_tables.iq2xxs_grid[q[l]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+      for (int l = 0; l < 4; l++, out += 8) PutSigned8(out, g_tables.iq2xxs_grid_f[q[l]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
     }
   }
 }
@@ -291,7 +330,7 @@ void KernelIQ2_XS(const uint8_t* __restrict src, size_t nblocks, float* __restri
       const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
       for (int l = 0; l < 4; l++, out += 8) {
         const uint16_t q = LoadU16(src + 2 + 2 * (4 * ib + l));
-        PutSigned8(out, g_tables.iq2xs_grid[q & 511], db[l >> 1], g_tables.ksigns_iq2xs[q >> 9]);
+        PutSigned8(out, g_tables.iq2xs_grid_f[q & 511], db[l >> 1], g_tables.ksigns_iq2xs[q >> 9]);
       }
     }
   }
@@ -306,7 +345,7 @@ void KernelIQ2_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
       const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
       for (int l = 0; l < 4; l++, out += 8) {
         const uint32_t entry = src[2 + 4 * ib + l] | ((qh << (8 - 2 * l)) & 0x300);
-        PutSigned8(out, g_tables.iq2s_grid[entry], db[l >> 1], src[34 + 4 * ib + l]);
+        PutSigned8(out, g_tables.iq2s_grid_f[entry], db[l >> 1], src[34 + 4 * ib + l]);
       }
     }
   }
@@ -320,7 +359,7 @@ void KernelIQ3_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restr
       const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
       const uint8_t* q = src + 2 + 8 * ib;
       for (int l = 0; l < 4; l++, out += 8) {
-        PutSigned4x2(out, g_tables.iq3xxs_grid[q[2 * l]], g_tables.iq3xxs_grid[q[2 * l + 1]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+        PutSigned4x2(out, g_tables.iq3xxs_grid_f[q[2 * l]], g_tables.iq3xxs_grid_f[q[2 * l + 1]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
       }
     }
   }
@@ -337,7 +376,7 @@ void KernelIQ3_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
       for (int l = 0; l < 4; l++, out += 8) {
         const uint32_t g1 = q[2 * l] | ((qh << (8 - 2 * l)) & 256);
         const uint32_t g2 = q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
-        PutSigned4x2(out, g_tables.iq3s_grid[g1], g_tables.iq3s_grid[g2], db, src[74 + 4 * ib + l]);
+        PutSigned4x2(out, g_tables.iq3s_grid_f[g1], g_tables.iq3s_grid_f[g2], db, src[74 + 4 * ib + l]);
       }
     }
   }
@@ -346,8 +385,8 @@ void KernelIQ3_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
 // IQ1: grid values -1, 0, 1 (int8) plus a delta of +-1/8, times a 3-bit odd scale.
 constexpr float kIq1Delta = 0.125f;
 
-inline void PutIq1(float* out, uint64_t entry, float dl, float delta) {
-  for (int j = 0; j < 8; j++) out[j] = dl * (static_cast<float>(static_cast<int8_t>(entry >> (8 * j))) + delta);
+inline void PutIq1(float* __restrict out, const float* __restrict values, float dl, float delta) {
+  for (int j = 0; j < 8; j++) out[j] = dl * (values[j] + delta);
 }
 
 void KernelIQ1_S(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
@@ -358,7 +397,7 @@ void KernelIQ1_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
       const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
       const float delta = (qh & 0x8000) ? -kIq1Delta : kIq1Delta;
       for (int l = 0; l < 4; l++, out += 8) {
-        PutIq1(out, g_tables.iq1s_grid[src[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], dl, delta);
+        PutIq1(out, g_tables.iq1s_grid_f[src[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], dl, delta);
       }
     }
   }
@@ -379,7 +418,7 @@ void KernelIQ1_M(const uint8_t* __restrict src, size_t nblocks, float* __restric
       for (int l = 0; l < 4; l++, out += 8) {
         // Grid index high bits and delta sign: the low nibble of the qh byte for even l, the high for odd.
         const uint32_t hbits = (l & 1) ? h[l >> 1] >> 4 : h[l >> 1] & 0xf;
-        PutIq1(out, g_tables.iq1s_grid[q[l] | ((hbits & 7) << 8)], dl[l >> 1], (hbits & 8) ? -kIq1Delta : kIq1Delta);
+        PutIq1(out, g_tables.iq1s_grid_f[q[l] | ((hbits & 7) << 8)], dl[l >> 1], (hbits & 8) ? -kIq1Delta : kIq1Delta);
       }
     }
   }

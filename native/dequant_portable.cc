@@ -89,13 +89,14 @@ void Q6_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) 
   }
 }
 
-void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
+void IQ4_NL(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) {
+  float table[16];
+  for (int i = 0; i < 16; i++) table[i] = static_cast<float>(g_tables.iq4nl[i]);
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const float d = HalfToFloat(LoadU16(src));
-    for (int j = 0; j < 16; j++) {
-      out[j] = d * g_tables.iq4nl[src[2 + j] & 0xf];
-      out[j + 16] = d * g_tables.iq4nl[src[2 + j] >> 4];
-    }
+    float values[32];
+    NibbleValues(src + 2, 16, table, values);
+    for (int j = 0; j < 32; j++) out[j] = d * values[j];
   }
 }
 
