@@ -5,7 +5,7 @@
       "sources": [
         "native/addon.cc", "native/region.cc", "native/fault_guard.cc", "native/page_cache.cc", "native/string_walk.cc",
         "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
-        "native/dequant_avx2.cc"
+        "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dequantize, GGML_TYPES, nativeDequantInfo, openGguf, writeGgufFile, type GgmlType } from '../lib/index.js';
-import { canDequantize, forcePortableNativeKernels } from '../lib/dequant/dequantize.js';
+import { canDequantize, limitNativeIsa } from '../lib/dequant/dequantize.js';
 import { packageRoot } from '../lib/package-root.js';
 
 const ELEMENTS = 32000 * 2048;
@@ -114,7 +114,10 @@ function ggufPy(blocks: Map<string, Uint8Array>): Map<string, number> {
 async function main(): Promise<void> {
   const out = new Float32Array(ELEMENTS);
   out.fill(1); // fault the pages in before anything is timed
-  const { isa, types: nativeTypes } = nativeDequantInfo();
+  const { isa, isas, types: nativeTypes } = nativeDequantInfo();
+  // Each instruction set's kernels, widest first (a type without a kernel in a set uses the next narrower).
+  const sets = [...(isas as Array<'portable' | 'avx2' | 'avx512'>)].reverse();
+  const setName = (set: string) => (set === 'portable' ? 'portable C++' : set.toUpperCase());
   const fill = () => medianMs(7, () => out.fill(1.5));
   const only = process.argv.slice(2); // optional type names to restrict the table to
   const types = GGML_TYPES.filter((t) => canDequantize(t) && t.name !== 'F32' && (only.length === 0 || only.includes(t.name)));
@@ -126,18 +129,20 @@ async function main(): Promise<void> {
   console.log(`(time / Float32Array.fill on the same array, measured just before; native kernels: ${isa}; median of 5, TypeScript and gguf-py of 3;`);
   console.log(` blocks: ggml's quantizer output tiled for ${real} types, random quants with moderate scales for the others;`);
   console.log(` gguf-py: ${py.size > 0 ? 'numpy, same blocks' : 'not installed (optional: pip install gguf), skipped'})\n`);
-  console.log('| type | fill ms | native ms | native / fill | portable C++ / fill | TypeScript / fill | gguf-py / fill |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  console.log(`| type | fill ms | native ms | ${sets.map((set) => `${setName(set)} / fill`).join(' | ')} | TypeScript / fill | gguf-py / fill |`);
+  console.log(`|---|---:|---:|${sets.map(() => '---:|').join('')}---:|---:|`);
   for (const type of types) {
     const bytes = blocks.get(type.name)!;
     const base = await fill();
-    let nativeCells = ['', '', ''];
+    let nativeCells = ['', ...sets.map(() => '')];
     if (nativeTypes.includes(type.name)) {
-      const simd = await medianMs(5, () => dequantize(type, bytes, out, { backend: 'native' }));
-      forcePortableNativeKernels(true);
-      const portable = await medianMs(5, () => dequantize(type, bytes, out, { backend: 'native' }));
-      forcePortableNativeKernels(false);
-      nativeCells = [simd.toFixed(1), ratio(simd, base), ratio(portable, base)];
+      const times: number[] = [];
+      for (const set of sets) {
+        limitNativeIsa(set);
+        times.push(await medianMs(5, () => dequantize(type, bytes, out, { backend: 'native' })));
+      }
+      limitNativeIsa('avx512');
+      nativeCells = [times[0]!.toFixed(1), ...times.map((t) => ratio(t, base))];
     }
     const ts = await medianMs(3, () => dequantize(type, bytes, out, { backend: 'js' }));
     const numpy = py.get(type.name);
@@ -160,8 +165,8 @@ async function main(): Promise<void> {
       writeGgufFile(path, { tensors: [{ name: 'w', type: name, shape: [2048, 32000], data: blocks.get(name) ?? benchBlocks(type) }] });
       using g = openGguf(path);
       const tensor = g.tensor('w')!;
-      for (const portable of [false, true]) {
-        forcePortableNativeKernels(portable);
+      for (const set of new Set([sets[0]!, 'portable' as const])) {
+        limitNativeIsa(set);
         const base = await fill();
         const timed = async (threads: number) => {
           const times: number[] = [];
@@ -175,9 +180,9 @@ async function main(): Promise<void> {
         };
         const one = await timed(1);
         const many = await timed(cores);
-        console.log(`| ${name} | ${portable ? 'portable C++' : isa} | ${one.toFixed(1)} | ${ratio(one, base)} | ${many.toFixed(1)} | ${(one / many).toFixed(2)}x |`);
+        console.log(`| ${name} | ${set === 'portable' ? 'portable C++' : isa} | ${one.toFixed(1)} | ${ratio(one, base)} | ${many.toFixed(1)} | ${(one / many).toFixed(2)}x |`);
       }
-      forcePortableNativeKernels(false);
+      limitNativeIsa('avx512');
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

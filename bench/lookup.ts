@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openGguf, writeGgufFile } from '../lib/index.js';
+import { nativeDequantInfo, openGguf, writeGgufFile } from '../lib/index.js';
+import { limitNativeIsa } from '../lib/dequant/dequantize.js';
 import { findTinyllama } from '../scripts/tinyllama.js';
 import { median, quantile } from './stats.js';
 
@@ -83,11 +84,33 @@ async function main(): Promise<void> {
   const single = perRow((ids) => {
     for (let i = 0; i < ids.length; i++) embedding.dequantizeRows(ids[i]!, 1, row);
   });
-  const batch = perRow((ids) => embedding.gatherRows(ids, out));
-  // The floor of a call: one row already in cache, decoded again and again (call and kernel only).
-  const cached = perRow((ids) => {
-    for (let i = 0; i < ids.length; i++) embedding.dequantizeRows(7, 1, row);
+  // Reading one byte of every 64-byte line of each random row from JavaScript (no decoding, no
+  // output), for scale; and per instruction set, batches of random rows, batches of rows already
+  // in cache (the kernel's floor) and single calls on a row in cache (the call's and kernel's).
+  const rowBytes = embedding.nbytes / ROWS;
+  const bytes = embedding.bytes;
+  let sink = 0;
+  const touch = perRow((ids) => {
+    for (let i = 0; i < ids.length; i++) {
+      for (let at = ids[i]! * rowBytes, end = at + rowBytes; at < end; at += 64) sink += bytes[at]!;
+    }
   });
+  const hot = Int32Array.from({ length: BATCH }, (_, i) => i % 8);
+  const isas = [...(nativeDequantInfo().isas as Array<'portable' | 'avx2' | 'avx512'>)].reverse();
+  const perIsa = isas.map((isa) => {
+    limitNativeIsa(isa);
+    return {
+      isa,
+      batch: perRow((ids) => embedding.gatherRows(ids, out)),
+      hot: perRow(() => embedding.gatherRows(hot, out)),
+      call: perRow(() => {
+        for (let i = 0; i < BATCH; i++) embedding.dequantizeRows(7, 1, row);
+      }),
+    };
+  });
+  const { batch, call: cached } = perIsa[0]!;
+  limitNativeIsa('avx512');
+
   // Single calls one by one, for the tail.
   const calls: number[] = [];
   for (let t = 0; t < 8; t++) {
@@ -124,6 +147,11 @@ async function main(): Promise<void> {
   console.log(`| \`dequantizeRows\` of one row already in cache (call + kernel) | ${cached.toFixed(0)} ns | ${(cached / copy).toFixed(2)}x |`);
   console.log(`(writing a row's 8 KB of floats at Float32Array.fill's speed takes ${fillPerRow.toFixed(0)} ns: the floor of a batch whose output does not fit in cache)`);
   console.log(`single calls timed one by one: p50 ${quantile(calls, 0.5)} ns, p99 ${quantile(calls, 0.99)} ns (the timer adds ~30-60 ns)`);
+  console.log(`\nreading one byte of each 64-byte line of a random row's ${rowBytes} bytes from JavaScript (no decoding): ${touch.toFixed(0)} ns/row${sink === -1 ? '' : ''}`);
+  console.log(`by instruction set (the rows above: ${perIsa[0]!.isa}):`);
+  console.log('| kernels | `gatherRows`, 512 random ids | `gatherRows`, rows in cache (the kernel) | `dequantizeRows`, a row in cache (call + kernel) |');
+  console.log('|---|---:|---:|---:|');
+  for (const r of perIsa) console.log(`| ${r.isa === 'portable' ? 'portable C++' : r.isa.toUpperCase()} | ${r.batch.toFixed(0)} ns | ${r.hot.toFixed(0)} ns | ${r.call.toFixed(0)} ns |`);
   console.log(`\nthe whole embedding (median of 7 calls, the event loop turning between): dequantize(out) ${withOut.toFixed(1)} ms, dequantize() ${withoutOut.toFixed(1)} ms (${(withoutOut / withOut).toFixed(2)}x), dequantize(new Float32Array(n)) ${fresh.toFixed(1)} ms (${(fresh / withOut).toFixed(2)}x)`);
   console.log(`targets: gatherRows <= 200 ns/row: ${batch.toFixed(0)} (${batch <= 200 ? 'met' : 'not met'}); dequantizeRows <= 300 ns/call: ${single.toFixed(0)} (${single <= 300 ? 'met' : 'not met'}); without out <= 2x with out: ${(withoutOut / withOut).toFixed(2)}x (${withoutOut <= 2 * withOut ? 'met' : 'not met'})`);
 }

@@ -14,7 +14,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the native kernels rea
 
 DequantTables g_tables;
 static std::atomic<uint32_t> tables_ready{0};
-static std::atomic<bool> force_portable{false};
+static std::atomic<int> isa_limit{2};  // Isa::kAvx512: no limit
 
 const float* HalfTable() {
   static const std::vector<float> table = [] {
@@ -80,27 +80,39 @@ const TableSlot kTables[] = {
 };
 enum : uint32_t { kIq4nl = 1, kFp4 = 2, kKsigns = 4, kIq2xxs = 8, kIq2xs = 16, kIq2s = 32, kIq3xxs = 64, kIq3s = 128, kIq1s = 256 };
 
-// No AVX-512 set: the AVX2 kernels already write at the memory's speed (about 1.1x
-// Float32Array.fill on a 262 MB output), so wider vectors have nothing left to win.
-enum class Isa { kPortable, kAvx2 };
+// Instruction sets, each including the ones before it.
+enum class Isa { kPortable, kAvx2, kAvx512 };
+const char* const kIsaNames[] = {"portable", "avx2", "avx512"};
 
 Isa DetectIsa() {
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+  // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0).
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    return Isa::kAvx512;
+  }
+  if (avx2) return Isa::kAvx2;
 #endif
   return Isa::kPortable;
 }
 
-Isa CurrentIsa() {
+Isa DetectedIsa() {
   static const Isa detected = DetectIsa();
-  return force_portable.load() ? Isa::kPortable : detected;
+  return detected;
 }
 
-// The kernel for one slot: the chosen set's, else the portable one.
+Isa CurrentIsa() {
+  const Isa limit = static_cast<Isa>(isa_limit.load());
+  return DetectedIsa() < limit ? DetectedIsa() : limit;
+}
+
+// The kernel for one slot: the widest set this CPU may use that has one, else the portable one.
 DequantFn Pick(DequantFn KernelSet::*slot) {
 #if defined(__x86_64__) || defined(_M_X64)
-  if (CurrentIsa() == Isa::kAvx2 && kAvx2Kernels.*slot != nullptr) return kAvx2Kernels.*slot;
+  const Isa isa = CurrentIsa();
+  if (isa >= Isa::kAvx512 && kAvx512Kernels.*slot != nullptr) return kAvx512Kernels.*slot;
+  if (isa >= Isa::kAvx2 && kAvx2Kernels.*slot != nullptr) return kAvx2Kernels.*slot;
 #endif
   return kPortableKernels.*slot;
 }
@@ -175,11 +187,23 @@ std::vector<int> DequantTypeIds() {
   return ids;
 }
 
-const char* DequantIsa() {
-  return CurrentIsa() == Isa::kAvx2 ? "avx2" : "portable";
+const char* DequantIsa() { return kIsaNames[static_cast<int>(CurrentIsa())]; }
+
+std::vector<const char*> DequantIsas() {
+  std::vector<const char*> names;
+  for (int i = 0; i <= static_cast<int>(DetectedIsa()); i++) names.push_back(kIsaNames[i]);
+  return names;
 }
 
-void ForcePortableDequant(bool portable) { force_portable.store(portable); }
+bool LimitDequantIsa(const char* name) {
+  for (int i = 0; i < 3; i++) {
+    if (std::strcmp(kIsaNames[i], name) == 0) {
+      isa_limit.store(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length) {
   for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; i++) {

@@ -24,11 +24,16 @@ bool FindDequantKernel(int type_id, DequantKernel* kernel);
 // Type ids that have a native kernel now (those that need a lookup table once it is set).
 std::vector<int> DequantTypeIds();
 
-// The instruction set the kernels were chosen for: "avx2" or "portable".
+// The instruction set the kernels are chosen for now: "avx512", "avx2" or "portable" (a type
+// without a kernel for it uses the next narrower set's).
 const char* DequantIsa();
 
-// Forces the portable kernels (for tests that compare them with the SIMD ones).
-void ForcePortableDequant(bool portable);
+// The instruction sets this CPU can run, narrowest first.
+std::vector<const char*> DequantIsas();
+
+// Uses kernels up to instruction set `name` only ("portable", "avx2", "avx512": no limit), for
+// tests that compare the sets and for benchmarks; false for an unknown name.
+bool LimitDequantIsa(const char* name);
 
 // One of ggml's lookup tables (`name` as in the package's data/tables: "kvalues_iq4nl",
 // "iq2xxs_grid", ...), handed over from the package's data files once; a kernel that needs a table

@@ -147,12 +147,14 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
+    alignas(32) float scales[8], mins[8];
+    KScalesMins(src, d, dmin, scales, mins);
     const uint8_t* q = src + 16;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const GroupScales k = KGroupScales(src, g, d, dmin);
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32(out, _mm256_and_si256(v, nibble), _mm256_set1_ps(k.d1), _mm256_set1_ps(k.m1));
-      StoreAffineUint8x32(out + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), _mm256_set1_ps(k.d2), _mm256_set1_ps(k.m2));
+      StoreAffineUint8x32(out, _mm256_and_si256(v, nibble), _mm256_broadcast_ss(scales + 2 * g), _mm256_broadcast_ss(mins + 2 * g));
+      StoreAffineUint8x32(out + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), _mm256_broadcast_ss(scales + 2 * g + 1),
+                          _mm256_broadcast_ss(mins + 2 * g + 1));
     }
   }
 }
@@ -164,16 +166,18 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
     const float dmin = HalfToFloat(LoadU16(src + 2));
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
     const uint8_t* q = src + 48;
+    alignas(32) float scales[8], mins[8];
+    KScalesMins(src, d, dmin, scales, mins);
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const GroupScales k = KGroupScales(src, g, d, dmin);
       const __m256i low_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * g)));
       const __m256i high_bit = _mm256_set1_epi8(static_cast<char>(2 << (2 * g)));
       __m256i low_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, low_bit), low_bit), sixteen);
       __m256i high_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, high_bit), high_bit), sixteen);
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm256_set1_ps(k.d1), _mm256_set1_ps(k.m1));
+      StoreAffineUint8x32(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm256_broadcast_ss(scales + 2 * g),
+                          _mm256_broadcast_ss(mins + 2 * g));
       StoreAffineUint8x32(out + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), high_add),
-                          _mm256_set1_ps(k.d2), _mm256_set1_ps(k.m2));
+                          _mm256_broadcast_ss(scales + 2 * g + 1), _mm256_broadcast_ss(mins + 2 * g + 1));
     }
   }
 }

@@ -44,29 +44,19 @@ inline uint32_t LoadU32(const uint8_t* p) {
   return v;
 }
 
-// Q4_K/Q5_K sub-block j's 6-bit scale and min from the 12 packed scale bytes (ggml's
-// get_scale_min_k4).
-inline void ScaleMinK4(const uint8_t* s, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = s[j] & 63;
-    *min = s[j + 4] & 63;
-  } else {
-    *scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
-    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+// The eight sub-block scales and mins of a Q4_K/Q5_K block (ggml's get_scale_min_k4 for j = 0..7)
+// times d and dmin (exact in float32): the 12 packed bytes unpacked as four 32-bit words at once,
+// as ggml's SIMD code does, rather than field by field with branches.
+inline void KScalesMins(const uint8_t* block, float d, float dmin, float* scales, float* mins) {
+  const uint32_t a = LoadU32(block + 4), b = LoadU32(block + 8), c = LoadU32(block + 12);
+  const uint32_t words[4] = {a & 0x3f3f3f3fu, (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u),
+                             b & 0x3f3f3f3fu, ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)};
+  uint8_t fields[16];  // scales 0-7, then mins 0-7
+  std::memcpy(fields, words, 16);
+  for (int j = 0; j < 8; j++) {
+    scales[j] = d * static_cast<float>(fields[j]);
+    mins[j] = dmin * static_cast<float>(fields[8 + j]);
   }
-}
-
-// Q4_K/Q5_K group g (64 values): scale and min of its low-nibble half (sub-block 2g) and of its
-// high-nibble half (2g+1), already multiplied by the block's d and dmin (exact in float32).
-struct GroupScales {
-  float d1, m1, d2, m2;
-};
-
-inline GroupScales KGroupScales(const uint8_t* block, int g, float d, float dmin) {
-  int sc1, m1, sc2, m2;
-  ScaleMinK4(block + 4, 2 * g, &sc1, &m1);
-  ScaleMinK4(block + 4, 2 * g + 1, &sc2, &m2);
-  return {d * sc1, dmin * m1, d * sc2, dmin * m2};
 }
 
 // ggml's lookup tables (the package's data/tables files), handed over from JavaScript once
@@ -116,6 +106,7 @@ struct KernelSet {
 extern const KernelSet kPortableKernels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const KernelSet kAvx2Kernels;
+extern const KernelSet kAvx512Kernels;
 #endif
 
 }  // namespace gguf_mmap

@@ -15,8 +15,8 @@
 //   gatherRows(src, typeId, rowBytes, rows: number | Int32Array | Uint32Array, count, out): boolean
 //       rows of a tensor, consecutive from a first row or by id (every id checked first), with
 //       the bytes of rows a few ahead prefetched.
-//   dequantInfo(): { isa, typeIds }
-//   forcePortableDequant(bool), setDequantTable(name, Uint8Array | Int8Array)
+//   dequantInfo(): { isa, isas, typeIds }
+//   limitDequantIsa(isa), setDequantTable(name, Uint8Array | Int8Array)
 //
 // Nothing here throws from a callback Node runs without JavaScript (a worker's teardown): the
 // pool work uses the plain C API and ignores what can no longer be done.
@@ -513,6 +513,10 @@ Napi::Value DequantInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object result = Napi::Object::New(env);
   result.Set("isa", DequantIsa());
+  Napi::Array isas = Napi::Array::New(env);
+  uint32_t i = 0;
+  for (const char* name : DequantIsas()) isas.Set(i++, name);
+  result.Set("isas", isas);
   Napi::Array ids = Napi::Array::New(env);
   uint32_t n = 0;
   for (int id : DequantTypeIds()) ids.Set(n++, id);
@@ -520,9 +524,12 @@ Napi::Value DequantInfo(const Napi::CallbackInfo& info) {
   return result;
 }
 
-Napi::Value ForcePortable(const Napi::CallbackInfo& info) {
-  ForcePortableDequant(info.Length() > 0 && info[0].ToBoolean().Value());
-  return info.Env().Undefined();
+Napi::Value LimitIsa(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString() || !LimitDequantIsa(info[0].As<Napi::String>().Utf8Value().c_str())) {
+    throw Napi::TypeError::New(env, "limitDequantIsa(isa: 'portable' | 'avx2' | 'avx512')");
+  }
+  return env.Undefined();
 }
 
 Napi::Value SetTable(const Napi::CallbackInfo& info) {
@@ -545,7 +552,7 @@ void RegisterDequant(Napi::Env env, Napi::Object exports) {
   exports.Set("gatherRows", Napi::Function::New<GatherRows>(env, "gatherRows"));
   exports.Set("DequantJob", DequantJob::Define(env));
   exports.Set("dequantInfo", Napi::Function::New<DequantInfo>(env, "dequantInfo"));
-  exports.Set("forcePortableDequant", Napi::Function::New<ForcePortable>(env, "forcePortableDequant"));
+  exports.Set("limitDequantIsa", Napi::Function::New<LimitIsa>(env, "limitDequantIsa"));
   exports.Set("setDequantTable", Napi::Function::New<SetTable>(env, "setDequantTable"));
 }
 

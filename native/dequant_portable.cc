@@ -39,11 +39,13 @@ void Q4_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) 
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
+    float scales[8], mins[8];
+    KScalesMins(src, d, dmin, scales, mins);
     const uint8_t* q = src + 16;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const GroupScales k = KGroupScales(src, g, d, dmin);
-      for (int l = 0; l < 32; l++) out[l] = k.d1 * (q[l] & 0xf) - k.m1;
-      for (int l = 0; l < 32; l++) out[l + 32] = k.d2 * (q[l] >> 4) - k.m2;
+      const float d1 = scales[2 * g], m1 = mins[2 * g], d2 = scales[2 * g + 1], m2 = mins[2 * g + 1];
+      for (int l = 0; l < 32; l++) out[l] = d1 * (q[l] & 0xf) - m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = d2 * (q[l] >> 4) - m2;
     }
   }
 }
@@ -54,11 +56,13 @@ void Q5_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) 
     const float dmin = HalfToFloat(LoadU16(src + 2));
     const uint8_t* qh = src + 16;
     const uint8_t* q = src + 48;
+    float scales[8], mins[8];
+    KScalesMins(src, d, dmin, scales, mins);
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const GroupScales k = KGroupScales(src, g, d, dmin);
+      const float d1 = scales[2 * g], m1 = mins[2 * g], d2 = scales[2 * g + 1], m2 = mins[2 * g + 1];
       const uint8_t low = 1 << (2 * g), high = 2 << (2 * g);
-      for (int l = 0; l < 32; l++) out[l] = k.d1 * ((q[l] & 0xf) + (qh[l] & low ? 16 : 0)) - k.m1;
-      for (int l = 0; l < 32; l++) out[l + 32] = k.d2 * ((q[l] >> 4) + (qh[l] & high ? 16 : 0)) - k.m2;
+      for (int l = 0; l < 32; l++) out[l] = d1 * ((q[l] & 0xf) + (qh[l] & low ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; l++) out[l + 32] = d2 * ((q[l] >> 4) + (qh[l] & high ? 16 : 0)) - m2;
     }
   }
 }

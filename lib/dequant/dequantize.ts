@@ -88,15 +88,22 @@ function nativeTypeIds(): Set<number> {
   return nativeIds;
 }
 
-/** The addon's kernels: the instruction set chosen for this CPU ('none' without the addon) and the types covered. */
-export function nativeDequantInfo(): { isa: string; types: string[] } {
+/**
+ * The addon's kernels: the instruction set they are chosen for ('avx512', 'avx2' or 'portable';
+ * 'none' without the addon), every set this CPU can run (narrowest first), and the types covered.
+ */
+export function nativeDequantInfo(): { isa: string; isas: string[]; types: string[] } {
   const ids = nativeTypeIds();
-  return { isa: optionalAddon()?.dequantInfo().isa ?? 'none', types: [...ids].map((id) => ggmlTypeById(id)!.name) };
+  const info = optionalAddon()?.dequantInfo();
+  return { isa: info?.isa ?? 'none', isas: info?.isas ?? [], types: [...ids].map((id) => ggmlTypeById(id)!.name) };
 }
 
-/** Use only the portable C++ kernels (true) or the best for this CPU (false); for tests and benchmarks. */
-export function forcePortableNativeKernels(portable: boolean): void {
-  addon().forcePortableDequant(portable);
+/**
+ * Use kernels up to one instruction set only ('portable', 'avx2'; 'avx512' lifts the limit), for
+ * tests that compare the sets and for benchmarks.
+ */
+export function limitNativeIsa(isa: 'portable' | 'avx2' | 'avx512'): void {
+  addon().limitDequantIsa(isa);
 }
 
 interface Plan {

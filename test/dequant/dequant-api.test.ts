@@ -13,7 +13,7 @@ import {
   parseGguf,
   writeGgufFile,
 } from '../../lib/index.js';
-import { forcePortableNativeKernels } from '../../lib/dequant/dequantize.js';
+import { limitNativeIsa } from '../../lib/dequant/dequantize.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { randomBytes } from '../helpers/random.js';
@@ -42,20 +42,21 @@ function expectGgufError(fn: () => unknown, code: string): GgufError {
   throw new Error(`expected GgufError ${code}`);
 }
 
-afterEach(() => forcePortableNativeKernels(false));
+// Every instruction set this CPU has, narrowest first.
+const ISAS = nativeDequantInfo().isas as Array<'portable' | 'avx2' | 'avx512'>;
+afterEach(() => limitNativeIsa('avx512'));
 
 describe('native and TypeScript kernels agree', () => {
   // Unrestricted random bytes: NaN, infinite and subnormal scales included.
   for (const type of nativeDequantInfo().types) {
-    it(`${type}: identical bits on 3,000 random blocks (SIMD, portable and TypeScript)`, () => {
+    it(`${type}: identical bits on 3,000 random blocks (every instruction set's kernel and TypeScript)`, () => {
       const t = ggmlTypeByName(type)!;
       const blocks = randomBytes(3000 * t.typeSize, t.id * 7919);
       const js = dequantize(type, blocks, undefined, { backend: 'js' });
-      const simd = dequantize(type, blocks, undefined, { backend: 'native' });
-      forcePortableNativeKernels(true);
-      const portable = dequantize(type, blocks, undefined, { backend: 'native' });
-      expect(firstBitDifference(simd, js)).toBe(-1);
-      expect(firstBitDifference(portable, js)).toBe(-1);
+      for (const isa of ISAS) {
+        limitNativeIsa(isa);
+        expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
+      }
     });
   }
 
@@ -78,11 +79,22 @@ describe('native and TypeScript kernels agree', () => {
         F16_SCALES[type]!.forEach((at, k) => view.setUint16(b * t.typeSize + at, SPECIAL_HALVES[pick[2 * b + k]! % SPECIAL_HALVES.length]!, true));
       }
       const js = dequantize(type, blocks, undefined, { backend: 'js' });
-      expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js)).toBe(-1);
-      forcePortableNativeKernels(true);
-      expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js)).toBe(-1);
+      for (const isa of ISAS) {
+        limitNativeIsa(isa);
+        expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
+      }
     });
   }
+
+  it.skipIf(ISAS.length === 0)('lists the instruction sets narrowest first, the chosen one last; a limit chooses a narrower one', () => {
+    expect(ISAS[0]).toBe('portable');
+    expect(nativeDequantInfo().isa).toBe(ISAS.at(-1));
+    for (const isa of ISAS) {
+      limitNativeIsa(isa);
+      expect(nativeDequantInfo().isa).toBe(isa);
+    }
+    expect(() => limitNativeIsa('sse9' as never)).toThrow(TypeError);
+  });
 
   it('native kernels run on unaligned input and output', () => {
     const raw = randomBytes(34 * 64 + 1, 5);

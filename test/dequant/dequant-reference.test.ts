@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dequantize, nativeDequantInfo } from '../../lib/index.js';
-import { forcePortableNativeKernels } from '../../lib/dequant/dequantize.js';
+import { limitNativeIsa } from '../../lib/dequant/dequantize.js';
 import { TABLE_FILES, tablePath } from '../../lib/dequant/tables.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 
@@ -41,7 +41,8 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
   const types = manifest?.types ?? [];
   const native = SKIP_SHARED ? new Set<string>() : new Set(nativeDequantInfo().types);
 
-  afterEach(() => forcePortableNativeKernels(false));
+  const isas = nativeDequantInfo().isas as Array<'portable' | 'avx2' | 'avx512'>;
+  afterEach(() => limitNativeIsa('avx512'));
 
   it('covers all 28 types ggml can dequantize', () => {
     expect(types.map((t) => t.name.toUpperCase()).sort()).toHaveLength(28);
@@ -62,9 +63,10 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
     });
 
     if (native.has(type)) {
-      for (const portable of [false, true]) {
-        it(`${type}: native ${portable ? 'portable' : nativeDequantInfo().isa} kernel matches ggml bit for bit`, () => {
-          forcePortableNativeKernels(portable);
+      // Every instruction set this CPU has (a type without a kernel in a set uses the next narrower).
+      for (const isa of isas) {
+        it(`${type}: native kernel up to ${isa} matches ggml bit for bit`, () => {
+          limitNativeIsa(isa);
           const { blocks, want } = load();
           expect(bitMismatches(dequantize(type, blocks, undefined, { backend: 'native' }), want)).toEqual([]);
         });
@@ -78,9 +80,9 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
       const want = new Uint32Array(readChecked(sharedPath('reference/fp16', file), entry.sha256).buffer);
       const patterns = new Uint8Array(new Uint16Array(65536).map((_, i) => i).buffer);
       for (const backend of ['js', 'native'] as const) {
-        for (const portable of backend === 'native' ? [false, true] : [false]) {
-          forcePortableNativeKernels(portable);
-          expect(bitMismatches(dequantize(name, patterns, undefined, { backend }), want), `${backend} portable=${portable}`).toEqual([]);
+        for (const isa of backend === 'native' ? isas : (['avx512'] as const)) {
+          limitNativeIsa(isa);
+          expect(bitMismatches(dequantize(name, patterns, undefined, { backend }), want), `${backend} ${isa}`).toEqual([]);
         }
       }
     });

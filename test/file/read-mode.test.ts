@@ -71,7 +71,7 @@ describe('read mode', () => {
     expect(out.mode).toBe('read');
     expect(out.tokens).toEqual(['a', '\uFEFF', 'c']);
     expect(out.value).toBe(out.same);
-    expect(out.info).toEqual({ isa: 'none', types: [] });
+    expect(out.info).toEqual({ isa: 'none', isas: [], types: [] });
     expect(out.live).toBe(0);
     expect(out.mmap).toMatch(/^ADDON_UNAVAILABLE: .*GGUF_MMAP_ADDON is off.*npm rebuild gguf-mmap.*mode: 'read'/);
     expect(out.native).toMatch(/^NO_NATIVE_KERNEL: .*not loaded/);
