@@ -2,9 +2,9 @@
 // e.g. `bun dist/scripts/runtime-smoke.js`, `deno run -A dist/scripts/runtime-smoke.js`.
 // Real fixtures against their independent JSON, views sharing the mapping, close(), a sparse file
 // over 4 GiB, worker threads, open/close cycles, verify(), and dequantization bit for bit with
-// ggml's vectors (NaN payloads included) through both kernels. Prints a line per check and a
-// closing "N passed, N failed"; exits 1 when anything failed. A check that cannot apply on this
-// runtime is reported as skipped, with its reason.
+// ggml's vectors and all F16/BF16 patterns (NaN payloads included) through both kernels. Prints a
+// line per check and a closing "N passed, N failed"; exits 1 when anything failed. A check that
+// cannot apply on this runtime is reported as skipped, with its reason.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -200,6 +200,20 @@ await check("dequantization bit for bit with ggml's vectors, NaN payloads includ
     }
   }
   assert(bad.length === 0, [...new Set(bad)].slice(0, 6).join('; '));
+}, noShared);
+
+await check('all 65,536 F16 and BF16 patterns convert as ggml\'s (NaN payloads and quiet bits too), TypeScript and native', () => {
+  const patterns = new Uint8Array(Uint16Array.from({ length: 65536 }, (_, i) => i).buffer);
+  const bad: string[] = [];
+  for (const [name, file] of [['F16', 'all-f16.f32.bin'], ['BF16', 'all-bf16.f32.bin']] as const) {
+    const want = new Uint32Array(new Uint8Array(readFileSync(join(shared, 'reference/fp16', file))).buffer);
+    for (const backend of ['js', 'auto'] as const) {
+      const got = new Uint32Array(dequantize(name, patterns, undefined, { backend }).buffer);
+      const first = want.findIndex((bits, i) => bits !== got[i]);
+      if (first >= 0) bad.push(`${name}/${backend}@${first.toString(16)}: ${got[first]!.toString(16)} != ${want[first]!.toString(16)}`);
+    }
+  }
+  assert(bad.length === 0, bad.join('; '));
 }, noShared);
 
 await check('row lookups (gatherRows, dequantizeRows) from the mapping equal the TypeScript kernel, and a large dequantize() without out', () => {
