@@ -1,10 +1,11 @@
 // npm run bench: dequantizing a TinyLlama-sized tensor (32000 x 2048 = 65.5M elements, the token
 // embedding) of every type into a preallocated Float32Array, as a ratio to Float32Array.fill on
-// the same array measured just before, in the same run: the native kernels chosen for this CPU,
-// the portable C++ ones, the TypeScript ones, and gguf-py (numpy) where Python has it. Blocks are
-// ggml's own (the quantizer's output in ../shared/reference, tiled) where present, else random
-// quants with moderate scales. Then async: one part on one libuv thread against one per core.
-// Arguments, if any, restrict the first table to those type names.
+// the same array measured just before, in the same run: the native kernels of each instruction set
+// this CPU has (AVX-512, AVX2, portable C++), the WebAssembly ones (where built), the TypeScript
+// ones, and gguf-py (numpy) where Python has it. Blocks are ggml's own (the quantizer's output in
+// ../shared/reference, tiled) where present, else random quants with moderate scales. Then async:
+// one part on one libuv thread against one per core. Arguments, if any, restrict the first table
+// to those type names.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -129,8 +130,9 @@ async function main(): Promise<void> {
   console.log(`(time / Float32Array.fill on the same array, measured just before; native kernels: ${isa}; median of 5, TypeScript and gguf-py of 3;`);
   console.log(` blocks: ggml's quantizer output tiled for ${real} types, random quants with moderate scales for the others;`);
   console.log(` gguf-py: ${py.size > 0 ? 'numpy, same blocks' : 'not installed (optional: pip install gguf), skipped'})\n`);
-  console.log(`| type | fill ms | native ms | ${sets.map((set) => `${setName(set)} / fill`).join(' | ')} | TypeScript / fill | gguf-py / fill |`);
-  console.log(`|---|---:|---:|${sets.map(() => '---:|').join('')}---:|---:|`);
+  const wasmTypes = nativeDequantInfo().wasm;
+  console.log(`| type | fill ms | native ms | ${sets.map((set) => `${setName(set)} / fill`).join(' | ')} | WebAssembly / fill | TypeScript / fill | gguf-py / fill |`);
+  console.log(`|---|---:|---:|${sets.map(() => '---:|').join('')}---:|---:|---:|`);
   for (const type of types) {
     const bytes = blocks.get(type.name)!;
     const base = await fill();
@@ -144,9 +146,10 @@ async function main(): Promise<void> {
       limitNativeIsa('avx512');
       nativeCells = [times[0]!.toFixed(1), ...times.map((t) => ratio(t, base))];
     }
+    const wasm = wasmTypes.includes(type.name) ? ratio(await medianMs(5, () => dequantize(type, bytes, out, { backend: 'wasm' })), base) : '';
     const ts = await medianMs(3, () => dequantize(type, bytes, out, { backend: 'js' }));
     const numpy = py.get(type.name);
-    console.log(`| ${type.name} | ${base.toFixed(1)} | ${nativeCells.join(' | ')} | ${ratio(ts, base)} | ${numpy === undefined ? '' : ratio(numpy, base)} |`);
+    console.log(`| ${type.name} | ${base.toFixed(1)} | ${nativeCells.join(' | ')} | ${wasm} | ${ratio(ts, base)} | ${numpy === undefined ? '' : ratio(numpy, base)} |`);
   }
 
   // Threads pay where a kernel is bound by computing, not by writing memory: the portable

@@ -3,11 +3,13 @@
 // scales, random quants) is mapped and brought into memory; then, for 512 random token ids:
 // one dequantizeRows call per id, one gatherRows call for all, and as the baseline measured in the
 // same run, copying each row out of the whole table dequantized to float32 beforehand (what a
-// service caching floats would do). Also dequantize() of the whole table with and without `out`.
+// service caching floats would do). Then, for scale, reading the random rows' bytes from
+// JavaScript, and per instruction set the batch, the batch of rows in cache (the kernel's floor) and
+// a single call on a row in cache. Also dequantize() of the whole table with and without `out`.
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nativeDequantInfo, openGguf, writeGgufFile } from '../lib/index.js';
+import { dequantKernelFor, nativeDequantInfo, openGguf, writeGgufFile } from '../lib/index.js';
 import { limitNativeIsa } from '../lib/dequant/dequantize.js';
 import { findTinyllama } from '../scripts/tinyllama.js';
 import { median, quantile } from './stats.js';
@@ -98,20 +100,22 @@ async function main(): Promise<void> {
     }
   });
   const hot = Int32Array.from({ length: BATCH }, (_, i) => i % 8);
+  const measure = (isa: string) => ({
+    isa,
+    batch: perRow((ids) => embedding.gatherRows(ids, out)),
+    hot: perRow(() => embedding.gatherRows(hot, out)),
+    call: perRow(() => {
+      for (let i = 0; i < BATCH; i++) embedding.dequantizeRows(7, 1, row);
+    }),
+  });
+  // Widest first; without the addon, the one path there is.
   const isas = [...(nativeDequantInfo().isas as Array<'portable' | 'avx2' | 'avx512'>)].reverse();
   const perIsa = isas.map((isa) => {
     limitNativeIsa(isa);
-    return {
-      isa,
-      batch: perRow((ids) => embedding.gatherRows(ids, out)),
-      hot: perRow(() => embedding.gatherRows(hot, out)),
-      call: perRow(() => {
-        for (let i = 0; i < BATCH; i++) embedding.dequantizeRows(7, 1, row);
-      }),
-    };
+    return measure(isa);
   });
-  const { batch, call: cached } = perIsa[0]!;
-  limitNativeIsa('avx512');
+  if (isas.length > 0) limitNativeIsa('avx512');
+  const { batch, call: cached } = perIsa[0] ?? measure(dequantKernelFor('Q4_K'));
 
   // Single calls one by one, for the tail.
   const calls: number[] = [];
@@ -150,7 +154,7 @@ async function main(): Promise<void> {
   console.log(`(writing a row's 8 KB of floats at Float32Array.fill's speed takes ${fillPerRow.toFixed(0)} ns: the floor of a batch whose output does not fit in cache)`);
   console.log(`single calls timed one by one: p50 ${quantile(calls, 0.5)} ns, p99 ${quantile(calls, 0.99)} ns (the timer adds ~30-60 ns)`);
   console.log(`\nreading one byte of each 64-byte line of a random row's ${rowBytes} bytes from JavaScript (no decoding): ${touch.toFixed(0)} ns/row${sink === -1 ? '' : ''}`);
-  console.log(`by instruction set (the rows above: ${perIsa[0]!.isa}):`);
+  console.log(`by instruction set (the rows above: ${perIsa[0]?.isa ?? dequantKernelFor('Q4_K')}):`);
   console.log('| kernels | `gatherRows`, 512 random ids | `gatherRows`, rows in cache (the kernel) | `dequantizeRows`, a row in cache (call + kernel) |');
   console.log('|---|---:|---:|---:|');
   for (const r of perIsa) console.log(`| ${r.isa === 'portable' ? 'portable C++' : r.isa.toUpperCase()} | ${r.batch.toFixed(0)} ns | ${r.hot.toFixed(0)} ns | ${r.call.toFixed(0)} ns |`);

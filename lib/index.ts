@@ -19,6 +19,7 @@ export {
   dequantize,
   dequantizeAsync,
   canDequantize,
+  dequantKernelFor,
   nativeDequantInfo,
   type DequantBackend,
   type DequantizeOptions,

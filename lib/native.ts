@@ -69,7 +69,7 @@ interface Addon {
   /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
   gatherRows(src: Uint8Array, typeId: number, rowBytes: number, rows: number | Int32Array | Uint32Array, count: number, out: Float32Array): boolean;
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number, rowBytes?: number, ids?: Int32Array | Uint32Array) => NativeDequantJob;
-  dequantInfo(): { isa: string; isas: string[]; typeIds: number[] };
+  dequantInfo(): { isa: string; isas: string[]; typeIds: number[]; kernelIsas: string[] };
   limitDequantIsa(isa: string): void;
   setDequantTable(name: string, bytes: Uint8Array | Int8Array): void;
   externalBuffers(): boolean;

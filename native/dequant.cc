@@ -1,10 +1,15 @@
-// Kernel selection: the widest instruction set this CPU has, checked once at run time.
+// Kernel selection: per type, the kernel of the widest instruction set this CPU has (detected
+// once at run time; a limit can narrow it) that has one, else the next narrower set's.
 #include "dequant.h"
 
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
 
 #include "dequant_common.h"
 
@@ -14,6 +19,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the native kernels rea
 
 DequantTables g_tables;
 static std::atomic<uint32_t> tables_ready{0};
+static std::atomic<uint32_t> tables_claimed{0};  // bit i: a thread is setting kTables[i], or has
 static std::atomic<int> isa_limit{2};  // Isa::kAvx512: no limit
 
 const float* HalfTable() {
@@ -86,9 +92,12 @@ const char* const kIsaNames[] = {"portable", "avx2", "avx512"};
 
 Isa DetectIsa() {
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-  // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0).
+  // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0). F16C from
+  // CPUID itself (some compilers do not know it by name); its registers are AVX's.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && f16c;
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
     return Isa::kAvx512;
   }
@@ -107,13 +116,17 @@ Isa CurrentIsa() {
   return DetectedIsa() < limit ? DetectedIsa() : limit;
 }
 
-// The kernel for one slot: the widest set this CPU may use that has one, else the portable one.
-DequantFn Pick(DequantFn KernelSet::*slot) {
+// The kernel for one slot, and its set: the widest set this CPU may use that has one, else the
+// portable one.
+DequantFn Pick(DequantFn KernelSet::*slot, Isa* from) {
 #if defined(__x86_64__) || defined(_M_X64)
   const Isa isa = CurrentIsa();
+  *from = Isa::kAvx512;
   if (isa >= Isa::kAvx512 && kAvx512Kernels.*slot != nullptr) return kAvx512Kernels.*slot;
+  *from = Isa::kAvx2;
   if (isa >= Isa::kAvx2 && kAvx2Kernels.*slot != nullptr) return kAvx2Kernels.*slot;
 #endif
+  *from = Isa::kPortable;
   return kPortableKernels.*slot;
 }
 
@@ -174,7 +187,9 @@ bool FindDequantKernel(int type_id, DequantKernel* kernel) {
   if (type_id < 0 || static_cast<size_t>(type_id) >= by_id.size() || by_id[type_id] == nullptr) return false;
   const KernelShape& shape = *by_id[type_id];
   if ((tables_ready.load() & shape.tables) != shape.tables) return false;  // its tables first
-  *kernel = {shape.type_id, shape.block_size, shape.type_size, Pick(shape.slot)};
+  Isa from;
+  const DequantFn fn = Pick(shape.slot, &from);
+  *kernel = {shape.type_id, shape.block_size, shape.type_size, fn, kIsaNames[static_cast<int>(from)]};
   return true;
 }
 
@@ -209,11 +224,16 @@ bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length) {
   for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; i++) {
     if (std::strcmp(kTables[i].name, name) != 0) continue;
     if (length != kTables[i].length) return false;
-    // Set once: a kernel on another thread may be reading the table (the bytes would be the same).
-    if ((tables_ready.load() & (1u << i)) == 0) {
+    // Set once, by the first thread to claim it: kernels on other threads may read the table as
+    // soon as its ready bit is set. A thread that loses the claim waits for that bit (the copy
+    // takes microseconds), so that every caller returns with the table usable.
+    const uint32_t bit = 1u << i;
+    if ((tables_claimed.fetch_or(bit) & bit) == 0) {
       std::memcpy(kTables[i].data, bytes, length);
       if (kTables[i].derive != nullptr) kTables[i].derive();
-      tables_ready.fetch_or(1u << i);
+      tables_ready.fetch_or(bit);
+    }
+    while ((tables_ready.load() & bit) == 0) {
     }
     return true;
   }

@@ -16,6 +16,7 @@ struct DequantKernel {
   int block_size;  // elements per block
   int type_size;   // bytes per block
   DequantFn fn;
+  const char* isa;  // the instruction set of fn: "avx512", "avx2" or "portable"
 };
 
 // The fastest kernel this CPU can run for `type_id`; false when there is none.

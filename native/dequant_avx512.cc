@@ -16,7 +16,9 @@
 #include <immintrin.h>
 
 // GCC 12 warns inside its own AVX-512 headers (the undefined vector a conversion starts from).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace gguf_mmap {
 namespace {

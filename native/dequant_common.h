@@ -55,8 +55,9 @@ inline uint32_t LoadU32(const uint8_t* p) {
 }
 
 // The eight sub-block scales and mins of a Q4_K/Q5_K block (ggml's get_scale_min_k4 for j = 0..7)
-// times d and dmin (exact in float32): the 12 packed bytes unpacked as four 32-bit words at once,
-// as ggml's SIMD code does, rather than field by field with branches.
+// times d and dmin (exact in float32): the 12 packed bytes read as three 32-bit words and made
+// into four words of 6-bit fields at once, as ggml's SIMD code does, rather than field by field
+// with branches.
 inline void KScalesMins(const uint8_t* block, float d, float dmin, float* scales, float* mins) {
   const uint32_t a = LoadU32(block + 4), b = LoadU32(block + 8), c = LoadU32(block + 12);
   const uint32_t words[4] = {a & 0x3f3f3f3fu, (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u),

@@ -15,7 +15,7 @@
 //   gatherRows(src, typeId, rowBytes, rows: number | Int32Array | Uint32Array, count, out): boolean
 //       rows of a tensor, consecutive from a first row or by id (every id checked first), with
 //       the bytes of rows a few ahead prefetched.
-//   dequantInfo(): { isa, isas, typeIds }
+//   dequantInfo(): { isa, isas, typeIds, kernelIsas }  (kernelIsas[i]: the set typeIds[i]'s kernel is from)
 //   limitDequantIsa(isa), setDequantTable(name, Uint8Array | Int8Array)
 //
 // Nothing here throws from a callback Node runs without JavaScript (a worker's teardown): the
@@ -518,9 +518,16 @@ Napi::Value DequantInfo(const Napi::CallbackInfo& info) {
   for (const char* name : DequantIsas()) isas.Set(i++, name);
   result.Set("isas", isas);
   Napi::Array ids = Napi::Array::New(env);
+  Napi::Array kernel_isas = Napi::Array::New(env);
   uint32_t n = 0;
-  for (int id : DequantTypeIds()) ids.Set(n++, id);
+  for (int id : DequantTypeIds()) {
+    DequantKernel kernel;
+    FindDequantKernel(id, &kernel);
+    kernel_isas.Set(n, kernel.isa);
+    ids.Set(n++, id);
+  }
   result.Set("typeIds", ids);
+  result.Set("kernelIsas", kernel_isas);
   return result;
 }
 

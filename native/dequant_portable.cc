@@ -50,8 +50,10 @@ void Q4_K(const uint8_t* __restrict src, size_t nblocks, float* __restrict out) 
     const uint8_t* q = src + 16;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
       const float d1 = scales[2 * g], m1 = mins[2 * g], d2 = scales[2 * g + 1], m2 = mins[2 * g + 1];
-      for (int l = 0; l < 32; l++) out[l] = d1 * (q[l] & 0xf) - m1;
-      for (int l = 0; l < 32; l++) out[l + 32] = d2 * (q[l] >> 4) - m2;
+      for (int l = 0; l < 32; l++) {
+        out[l] = d1 * (q[l] & 0xf) - m1;
+        out[l + 32] = d2 * (q[l] >> 4) - m2;
+      }
     }
   }
 }

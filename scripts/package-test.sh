@@ -25,8 +25,8 @@ check() { # name, command...
 
 tarball=$(npm pack --silent --pack-destination "$work" | tail -1)
 echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$work/$tarball" | wc -l) files)"
-check "the tarball has no scripts, benchmarks or source maps; it has the prebuilt binaries (x64, arm64) and LICENSE" \
-  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-arm64/' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
+check "the tarball has no scripts, benchmarks or source maps; it has the prebuilt binaries (x64, arm64), the WebAssembly kernels and LICENSE" \
+  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-arm64/' && tar tzf '$work/$tarball' | grep -q 'package/wasm/dequant.wasm' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
 
 # A PATH with node, npm and sh only: no g++, cc, make or python to build with.
 bin="$work/bin"
@@ -58,6 +58,16 @@ if (nativeDequantInfo().types.length === 0) throw new Error('no native kernels')
 g.close();
 JS
 check "ESM import, mapped, native kernels" env PATH="$bin" node esm.mjs
+cat > nowasm.mjs <<JS
+import { openGguf, dequantKernelFor } from 'gguf-mmap';
+const g = openGguf('$sample');
+if (g.mode !== 'read' || dequantKernelFor('Q4_K') !== 'wasm') throw new Error(g.mode + ' ' + dequantKernelFor('Q4_K'));
+const t = g.tensor('token_embd.weight');
+const a = t.dequantize(), b = t.dequantize(undefined, { backend: 'js' });
+if (!a.every((v, i) => Object.is(v, b[i]))) throw new Error('WebAssembly and TypeScript differ');
+g.close();
+JS
+check "without the addon: read mode, the WebAssembly kernels, the same bits" env PATH="$bin" GGUF_MMAP_ADDON=off node nowasm.mjs
 cat > cjs.cjs <<JS
 const { openGguf } = require('gguf-mmap');
 const { version } = require('gguf-mmap/package.json');

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { dequantize, GgufError, liveMappings, openGguf, writeGgufFile } from '../lib/index.js';
+import { dequantize, GgufError, liveMappings, nativeDequantInfo, openGguf, writeGgufFile } from '../lib/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const shared = process.env.GGUF_MMAP_SHARED ?? resolve(here, '../../../shared');
@@ -183,14 +183,17 @@ await check('verify(): passes unchanged, FILE_CHANGED after truncation', () => {
   g.close();
 });
 
-await check("dequantization bit for bit with ggml's vectors, NaN payloads included (TypeScript and native)", () => {
+// The WebAssembly kernels too, where the module is built (the package ships it).
+const backends = ['js', 'auto', ...(nativeDequantInfo().wasm.length > 0 ? (['wasm'] as const) : [])] as const;
+
+await check(`dequantization bit for bit with ggml's vectors, NaN payloads included (${backends.join(', ')})`, () => {
   const dir = join(shared, 'reference/dequant');
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { types: { name: string; files: { blocks: { file: string }; f32: { file: string } } }[] };
   const bad: string[] = [];
   for (const entry of manifest.types) {
     const blocks = new Uint8Array(readFileSync(join(dir, entry.files.blocks.file)));
     const want = new Uint32Array(new Uint8Array(readFileSync(join(dir, entry.files.f32.file))).buffer);
-    for (const backend of ['js', 'auto'] as const) {
+    for (const backend of backends) {
       // Twice: a JIT that canonicalises NaNs shows after warm-up, not on the first call.
       for (let round = 0; round < 2; round++) {
         const got = new Uint32Array(dequantize(entry.name.toUpperCase(), blocks, undefined, { backend }).buffer);
@@ -202,12 +205,12 @@ await check("dequantization bit for bit with ggml's vectors, NaN payloads includ
   assert(bad.length === 0, [...new Set(bad)].slice(0, 6).join('; '));
 }, noShared);
 
-await check('all 65,536 F16 and BF16 patterns convert as ggml\'s (NaN payloads and quiet bits too), TypeScript and native', () => {
+await check(`all 65,536 F16 and BF16 patterns convert as ggml's (NaN payloads and quiet bits too; ${backends.join(', ')})`, () => {
   const patterns = new Uint8Array(Uint16Array.from({ length: 65536 }, (_, i) => i).buffer);
   const bad: string[] = [];
   for (const [name, file] of [['F16', 'all-f16.f32.bin'], ['BF16', 'all-bf16.f32.bin']] as const) {
     const want = new Uint32Array(new Uint8Array(readFileSync(join(shared, 'reference/fp16', file))).buffer);
-    for (const backend of ['js', 'auto'] as const) {
+    for (const backend of backends) {
       const got = new Uint32Array(dequantize(name, patterns, undefined, { backend }).buffer);
       const first = want.findIndex((bits, i) => bits !== got[i]);
       if (first >= 0) bad.push(`${name}/${backend}@${first.toString(16)}: ${got[first]!.toString(16)} != ${want[first]!.toString(16)}`);

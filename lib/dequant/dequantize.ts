@@ -4,15 +4,18 @@ import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
 import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
 import { checkBuffer } from '../file/source.js';
+import type { BlockKernel } from './kernel.js';
 import { TS_KERNELS } from './kernels.js';
-import { tableBytes, type TableName } from './tables.js';
+import { KERNEL_TABLES, tableBytes } from './tables.js';
+import { wasmDequantize, wasmTypeIds, wasmUnavailableReason } from './wasm.js';
 
 /**
- * 'auto' (the default) uses the addon's kernel when it has one for the type and the TypeScript
- * kernel otherwise; 'js' always uses TypeScript; 'native' fails with NO_NATIVE_KERNEL when the
- * addon has none. Both give the same bits.
+ * 'auto' (the default) uses the addon's kernel when it has one for the type, else the
+ * WebAssembly one (the same C++, for where the addon does not load), else TypeScript; 'native'
+ * and 'wasm' fail with NO_NATIVE_KERNEL / NO_WASM_KERNEL when there is none; 'js' always uses
+ * TypeScript. All give the same bits.
  */
-export type DequantBackend = 'auto' | 'native' | 'js';
+export type DequantBackend = 'auto' | 'native' | 'wasm' | 'js';
 
 export interface DequantizeOptions {
   backend?: DequantBackend;
@@ -39,7 +42,7 @@ interface Placement {
 
 /** The most parts one dequantizeAsync call is split into, whatever `threads` asks. */
 export const MAX_THREADS = 64;
-const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
+const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'wasm', 'js'];
 
 // Below this many elements a split is not worth a thread hop.
 const SPLIT_MIN_ELEMENTS = 1 << 20;
@@ -75,14 +78,12 @@ export function canDequantize(type: GgmlTypeRef): boolean {
 }
 
 let nativeIds: Set<number> | undefined;
-// The lookup tables the native IQ and FP4 kernels read (kmask_iq2xs is folded into their code).
-const NATIVE_TABLES: readonly TableName[] = ['kvalues_iq4nl', 'kvalues_fp4', 'ksigns_iq2xs', 'iq2xxs_grid', 'iq2xs_grid', 'iq2s_grid', 'iq3xxs_grid', 'iq3s_grid', 'iq1s_grid'];
 
 /** Type ids with a native kernel; none where the addon does not load. */
 function nativeTypeIds(): Set<number> {
   if (nativeIds === undefined) {
     const native = optionalAddon();
-    if (native !== undefined) for (const name of NATIVE_TABLES) native.setDequantTable(name, tableBytes(name));
+    if (native !== undefined) for (const name of KERNEL_TABLES) native.setDequantTable(name, tableBytes(name));
     nativeIds = new Set(native?.dequantInfo().typeIds ?? []);
   }
   return nativeIds;
@@ -90,12 +91,18 @@ function nativeTypeIds(): Set<number> {
 
 /**
  * The addon's kernels: the instruction set they are chosen for ('avx512', 'avx2' or 'portable';
- * 'none' without the addon), every set this CPU can run (narrowest first), and the types covered.
+ * 'none' without the addon), every set this CPU can run (narrowest first), the types covered and,
+ * per type, the set its kernel comes from (a type without a kernel in the chosen set uses the next
+ * narrower set's); `wasm`: the types the WebAssembly kernels cover (none when the module is not
+ * there).
  */
-export function nativeDequantInfo(): { isa: string; isas: string[]; types: string[] } {
-  const ids = nativeTypeIds();
+export function nativeDequantInfo(): { isa: string; isas: string[]; types: string[]; kernels: Record<string, string>; wasm: string[] } {
+  nativeTypeIds(); // hands the tables over first
   const info = optionalAddon()?.dequantInfo();
-  return { isa: info?.isa ?? 'none', isas: info?.isas ?? [], types: [...ids].map((id) => ggmlTypeById(id)!.name) };
+  const kernels: Record<string, string> = {};
+  info?.typeIds.forEach((id, i) => (kernels[ggmlTypeById(id)!.name] = info.kernelIsas[i]!));
+  const types = Object.keys(kernels);
+  return { isa: info?.isa ?? 'none', isas: info?.isas ?? [], types, kernels, wasm: [...wasmTypeIds()].map((id) => ggmlTypeById(id)!.name) };
 }
 
 /**
@@ -111,9 +118,21 @@ interface Plan {
   nblocks: number;
   nelements: number;
   native: boolean;
+  /** Without a native kernel: the WebAssembly or TypeScript one. */
+  kernel: BlockKernel;
   littleEndian: boolean;
   /** Throws CLOSED or FILE_CHANGED when the source can no longer be read. */
   check: () => void;
+}
+
+/** The type, if it has a dequantizer (UNKNOWN_TENSOR_TYPE or NO_DEQUANTIZER otherwise). */
+function dequantizableType(typeArg: GgmlTypeRef, fileOffset: number): GgmlType {
+  const type = resolveType(typeArg, fileOffset);
+  if (TS_KERNELS[type.name] === undefined) {
+    const why = type.removed ? 'a removed type id' : type.name === 'Q8_1' ? 'an activation format ggml never dequantizes' : 'a type without a float conversion';
+    throw new GgufError('NO_DEQUANTIZER', `${type.name} cannot be dequantized: ${why}`, fileOffset);
+  }
+  return type;
 }
 
 function plan(
@@ -125,11 +144,7 @@ function plan(
 ): Plan {
   const check = at.check ?? (() => checkBuffer(bytes.buffer, at.fileOffset));
   check();
-  const type = resolveType(typeArg, at.fileOffset);
-  if (TS_KERNELS[type.name] === undefined) {
-    const why = type.removed ? 'a removed type id' : type.name === 'Q8_1' ? 'an activation format ggml never dequantizes' : 'a type without a float conversion';
-    throw new GgufError('NO_DEQUANTIZER', `${type.name} cannot be dequantized: ${why}`, at.fileOffset);
-  }
+  const type = dequantizableType(typeArg, at.fileOffset);
   if (bytes.byteLength % type.typeSize !== 0) {
     throw new GgufError('BAD_DATA_LENGTH', `${bytes.byteLength} bytes is not a whole number of ${type.name} blocks (${type.typeSize} bytes)`, at.fileOffset);
   }
@@ -140,16 +155,56 @@ function plan(
     throw new GgufError('OUTPUT_TOO_SMALL', `out holds ${out.length} floats, ${nelements} needed`, at.fileOffset);
   }
   const littleEndian = options.littleEndian ?? true;
-  const backend = options.backend ?? 'auto';
+  const chosen = chooseKernel(type, options.backend ?? 'auto', littleEndian, at.fileOffset);
+  return { type, nblocks, nelements, native: chosen.name === 'native', kernel: chosen.kernel, littleEndian, check };
+}
+
+/** Which kernel a dequantization of `type` uses: the addon's, WebAssembly or TypeScript (see DequantBackend). */
+function chooseKernel(type: GgmlType, backend: DequantBackend, littleEndian: boolean, fileOffset: number): { name: 'native' | 'wasm' | 'js'; kernel: BlockKernel } {
   if (!BACKENDS.includes(backend)) throw new TypeError(`dequantize: backend is one of ${BACKENDS.join(', ')}, not '${String(backend)}'`);
-  // The native kernels read little-endian data only (quantized blocks always are). 'js' never
-  // touches the addon.
-  const nativeable = backend !== 'js' && hasNativeKernel(type, littleEndian);
+  // The native and WebAssembly kernels read little-endian data only (quantized blocks always are).
+  // 'js' touches neither the addon nor the module.
+  const nativeable = (backend === 'auto' || backend === 'native') && hasNativeKernel(type, littleEndian);
   if (backend === 'native' && !nativeable) {
     const why = optionalAddon() === undefined ? ` (the native addon is not loaded: ${addonUnavailableReason()})` : littleEndian ? '' : ' in a big-endian file';
-    throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${why}`, at.fileOffset);
+    throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${why}`, fileOffset);
   }
-  return { type, nblocks, nelements, native: nativeable, littleEndian, check };
+  if (nativeable) return { name: 'native', kernel: TS_KERNELS[type.name]! };
+  // 'auto' takes the WebAssembly kernels where the addon is not loaded (where it is, they cover
+  // no type it lacks: the same C++), so a process with the addon never loads the module.
+  const wasmable = (backend === 'wasm' || (backend === 'auto' && optionalAddon() === undefined)) && hasWasmKernel(type, littleEndian);
+  if (backend === 'wasm' && !wasmable) {
+    const reason = wasmUnavailableReason();
+    const why = reason !== undefined ? ` (${reason})` : littleEndian ? '' : ' in a big-endian file';
+    throw new GgufError('NO_WASM_KERNEL', `no WebAssembly kernel for ${type.name}${why}`, fileOffset);
+  }
+  return wasmable ? { name: 'wasm', kernel: wasmKernelFor(type) } : { name: 'js', kernel: TS_KERNELS[type.name]! };
+}
+
+/**
+ * The kernel `dequantize(type, bytes, out, options)` would use: 'native' (the addon's), 'wasm'
+ * (the same C++ as WebAssembly, where the addon is not loaded) or 'js' (TypeScript). Throws as
+ * dequantize does for an unknown type, a type without a dequantizer, or a backend that has none.
+ */
+export function dequantKernelFor(type: GgmlTypeRef, options: DequantizeOptions = {}): 'native' | 'wasm' | 'js' {
+  return chooseKernel(dequantizableType(type, 0), options.backend ?? 'auto', options.littleEndian ?? true, 0).name;
+}
+
+const wasmKernels = new Map<number, BlockKernel>();
+
+/** A type's WebAssembly kernel in the TypeScript kernels' shape (it reads little-endian data only, as plan() checks). */
+function wasmKernelFor(type: GgmlType): BlockKernel {
+  let kernel = wasmKernels.get(type.id);
+  if (kernel === undefined) {
+    kernel = (bytes, nblocks, out, outIndex) => wasmDequantize(type, bytes, nblocks, out, outIndex);
+    wasmKernels.set(type.id, kernel);
+  }
+  return kernel;
+}
+
+/** The WebAssembly module has a kernel for the type, and the data is what it reads (as hasNativeKernel). */
+function hasWasmKernel(type: GgmlType, littleEndian: boolean): boolean {
+  return (littleEndian || type.quantized) && wasmTypeIds().has(type.id);
 }
 
 /**
@@ -178,7 +233,7 @@ export function dequantizeAt(
   if (p.native) {
     addon().dequantize(p.type.id, bytes, p.nblocks, target, 0);
   } else {
-    TS_KERNELS[p.type.name]!(bytes, p.nblocks, target, 0, p.littleEndian);
+    p.kernel(bytes, p.nblocks, target, 0, p.littleEndian);
   }
   return target;
 }
@@ -349,7 +404,7 @@ export async function gatherRowsAsyncAt(
     return runJob(job, { units: ids.length, unitElements: rowLength, parts, report: options.onProgress, check: p.check, out, at });
   }
   const target = out ?? new Float32Array(nelements);
-  const kernel = TS_KERNELS[type.name]!;
+  const kernel = p.kernel;
   const perSlice = Math.max(1, Math.floor(JS_SLICE_BYTES / rowBytes));
   for (let i = 0; i < ids.length; i++) {
     if (i > 0 && i % perSlice === 0) {
@@ -373,7 +428,7 @@ async function scriptAsync(
 ): Promise<Float32Array> {
   const { typeSize, blockSize } = p.type;
   const target = out ?? new Float32Array(p.nelements);
-  const kernel = TS_KERNELS[p.type.name]!;
+  const kernel = p.kernel;
   const slice = Math.max(1, Math.floor(JS_SLICE_BYTES / typeSize));
   for (let first = 0; first < p.nblocks; first += slice) {
     if (first > 0) {

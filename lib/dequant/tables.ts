@@ -22,6 +22,9 @@ export const TABLE_FILES = {
 
 export type TableName = keyof typeof TABLE_FILES;
 
+/** The tables the C++ kernels read, native and WebAssembly (kmask_iq2xs is folded into their code). */
+export const KERNEL_TABLES: readonly TableName[] = ['kvalues_iq4nl', 'kvalues_fp4', 'ksigns_iq2xs', 'iq2xxs_grid', 'iq2xs_grid', 'iq2s_grid', 'iq3xxs_grid', 'iq3s_grid', 'iq1s_grid'];
+
 const loaded = new Map<TableName, Uint8Array>();
 
 export function tablePath(name: TableName): string {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -9,11 +10,13 @@ import {
   ggmlTypeByName,
   liveMappings,
   nativeDequantInfo,
+  dequantKernelFor,
   openGguf,
   parseGguf,
   writeGgufFile,
 } from '../../lib/index.js';
 import { limitNativeIsa } from '../../lib/dequant/dequantize.js';
+import { WASM_BUILT } from '../helpers/wasm.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { randomBytes } from '../helpers/random.js';
@@ -57,6 +60,7 @@ describe('native and TypeScript kernels agree', () => {
         limitNativeIsa(isa);
         expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
       }
+      if (WASM_BUILT) expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
     });
   }
 
@@ -83,6 +87,7 @@ describe('native and TypeScript kernels agree', () => {
         limitNativeIsa(isa);
         expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
       }
+      if (WASM_BUILT) expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
     });
   }
 
@@ -94,6 +99,25 @@ describe('native and TypeScript kernels agree', () => {
       expect(nativeDequantInfo().isa).toBe(isa);
     }
     expect(() => limitNativeIsa('sse9' as never)).toThrow(TypeError);
+  });
+
+  // What the kernel reports against what it says of the CPU, so that a set detected wrongly (and
+  // its kernels never run, every test above passing on the next narrower set) fails here.
+  const cpuFlags = process.platform === 'linux' && process.arch === 'x64' && existsSync('/proc/cpuinfo')
+    ? new Set(/^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim().split(/\s+/) ?? [])
+    : undefined;
+  const AVX512_TYPES = ['F16', 'BF16', 'Q4_0', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K'];
+  it.skipIf(cpuFlags === undefined || ISAS.length === 0)('finds the instruction sets the CPU has (x64 Linux: /proc/cpuinfo) and takes each type from the widest set that has it', () => {
+    const has = (...flags: string[]) => flags.every((f) => cpuFlags!.has(f));
+    const avx2 = has('avx2', 'f16c');
+    const avx512 = avx2 && has('avx512f', 'avx512bw', 'avx512vl');
+    expect(ISAS).toEqual(['portable', ...(avx2 ? ['avx2'] : []), ...(avx512 ? ['avx512'] : [])]);
+    for (const isa of ISAS) {
+      limitNativeIsa(isa);
+      const { kernels, types } = nativeDequantInfo();
+      expect(types).toHaveLength(28);
+      for (const type of types) expect(kernels[type], `${type} up to ${isa}`).toBe(isa === 'avx512' && !AVX512_TYPES.includes(type) ? 'avx2' : isa);
+    }
   });
 
   it('native kernels run on unaligned input and output', () => {
@@ -126,6 +150,30 @@ describe('dequantize(type, bytes, out?)', () => {
     expectGgufError(() => dequantize('Q4_K', new Uint8Array(143)), 'BAD_DATA_LENGTH');
     expectGgufError(() => dequantize('Q4_K', new Uint8Array(144), new Float32Array(255)), 'OUTPUT_TOO_SMALL');
     expectGgufError(() => dequantize('F64', new Uint8Array(8), undefined, { backend: 'native' }), 'NO_NATIVE_KERNEL');
+    expectGgufError(() => dequantize('F64', new Uint8Array(8), undefined, { backend: 'wasm' }), 'NO_WASM_KERNEL');
+    expectGgufError(() => dequantize('F16', new Uint8Array(8), undefined, { backend: 'wasm', littleEndian: false }), 'NO_WASM_KERNEL');
+  });
+
+  it('dequantKernelFor tells which kernel a call would use', () => {
+    // The addon is loaded in this suite: 'auto' takes its kernel where it has one, else TypeScript.
+    expect(dequantKernelFor('Q4_K')).toBe('native');
+    expect(dequantKernelFor('q4_K', { backend: 'js' })).toBe('js');
+    expect(dequantKernelFor('F32')).toBe('js');
+    expect(dequantKernelFor('F16', { littleEndian: false })).toBe('js');
+    if (WASM_BUILT) expect(dequantKernelFor('Q4_K', { backend: 'wasm' })).toBe('wasm');
+    expectGgufError(() => dequantKernelFor('Q8_1'), 'NO_DEQUANTIZER');
+    expectGgufError(() => dequantKernelFor('F64', { backend: 'native' }), 'NO_NATIVE_KERNEL');
+    expect(() => dequantKernelFor('Q4_K', { backend: 'gpu' as never })).toThrow(TypeError);
+  });
+
+  it.skipIf(!WASM_BUILT)('the WebAssembly kernels decode tensors larger than their scratch area, into an offset out', () => {
+    const blocks = randomBytes(144 * 1000, 77); // 256,000 values: several chunks of 65,536
+    for (const block of [0, 999]) new DataView(blocks.buffer).setUint16(block * 144, 0x2c00, true);
+    const js = dequantize('Q4_K', blocks, undefined, { backend: 'js' });
+    const out = new Float32Array(256_000 + 5).fill(7);
+    dequantize('Q4_K', blocks, out.subarray(5), { backend: 'wasm' });
+    expect(out.subarray(0, 5).every((v) => v === 7)).toBe(true);
+    expect(firstBitDifference(out.subarray(5), js)).toBe(-1);
   });
 
   it('plain types convert as values in both byte orders', () => {

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { openGguf, writeGgufFile } from '../../lib/index.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 import { tempDir } from '../helpers/tmp.js';
+import { WASM_BUILT } from '../helpers/wasm.js';
 
 const dir = tempDir();
 const file = join(dir, 'model.gguf');
@@ -47,10 +48,10 @@ describe('read mode', () => {
     expect(() => g.tensor('t')!.bytes).toThrow(expect.objectContaining({ code: 'FILE_CHANGED' }));
   });
 
-  it('without the addon: files are read, parseGguf and TypeScript kernels work, mmap asked for is ADDON_UNAVAILABLE (child process)', () => {
+  it('without the addon: files are read, parseGguf works, the WebAssembly kernels decode (TypeScript without them), mmap asked for is ADDON_UNAVAILABLE (child process)', () => {
     const r = runChild(`
       process.env.GGUF_MMAP_ADDON = 'off';
-      const { openGguf, parseGguf, dequantize, nativeDequantInfo, liveMappings, GgufError } = await import(${JSON.stringify(DIST_INDEX)});
+      const { openGguf, parseGguf, dequantize, dequantKernelFor, nativeDequantInfo, liveMappings, GgufError } = await import(${JSON.stringify(DIST_INDEX)});
       const { readFileSync } = await import('node:fs');
       const code = (f) => { try { f(); return 'no error'; } catch (e) { return e instanceof GgufError ? e.code + ': ' + e.message : String(e); } };
       const g = openGguf(${JSON.stringify(file)});
@@ -60,6 +61,8 @@ describe('read mode', () => {
         tokens: parsed.metadata.get('tokens'),
         value: dequantize('Q8_0', g.tensor('q').bytes)[33],
         same: dequantize('Q8_0', parsed.tensor('q').bytes)[33],
+        js: dequantize('Q8_0', g.tensor('q').bytes, undefined, { backend: 'js' })[33],
+        kernel: dequantKernelFor('Q8_0'),
         info: nativeDequantInfo(),
         live: liveMappings(),
         mmap: code(() => openGguf(${JSON.stringify(file)}, { mode: 'mmap' })),
@@ -71,7 +74,9 @@ describe('read mode', () => {
     expect(out.mode).toBe('read');
     expect(out.tokens).toEqual(['a', '\uFEFF', 'c']);
     expect(out.value).toBe(out.same);
-    expect(out.info).toEqual({ isa: 'none', isas: [], types: [] });
+    expect(out.value).toBe(out.js);
+    expect(out.kernel).toBe(WASM_BUILT ? 'wasm' : 'js');
+    expect(out.info).toEqual({ isa: 'none', isas: [], types: [], kernels: {}, wasm: WASM_BUILT ? expect.arrayContaining(['Q8_0', 'Q4_K', 'IQ2_XXS', 'F16']) : [] });
     expect(out.live).toBe(0);
     expect(out.mmap).toMatch(/^ADDON_UNAVAILABLE: .*GGUF_MMAP_ADDON is off.*npm rebuild gguf-mmap.*mode: 'read'/);
     expect(out.native).toMatch(/^NO_NATIVE_KERNEL: .*not loaded/);

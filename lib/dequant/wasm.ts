@@ -1,0 +1,110 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GgmlType } from '../format/ggml-types.js';
+import { packageRoot } from '../package-root.js';
+import { KERNEL_TABLES, tableBytes } from './tables.js';
+
+/**
+ * The portable C++ kernels compiled to WebAssembly (native/dequant_wasm.cc, built by
+ * scripts/build-wasm.sh), for where the addon does not load. The module has its own memory:
+ * blocks are copied in and floats copied out a chunk at a time, so a tensor of any size passes
+ * through a scratch area of about CHUNK_FLOATS floats.
+ */
+interface WasmExports {
+  memory: { readonly buffer: ArrayBuffer };
+  _initialize(): void;
+  buffer(bytes: number): number;
+  set_table(name: number, bytes: number, length: number): number;
+  has_kernel(typeId: number): number;
+  dequantize(typeId: number, src: number, nblocks: number, out: number): number;
+}
+
+interface WasmKernels {
+  exports: WasmExports;
+  typeIds: ReadonlySet<number>;
+}
+
+// The part of the WebAssembly API used here (TypeScript's Node types do not declare it).
+interface WebAssemblyApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { readonly exports: object };
+}
+const { WebAssembly } = globalThis as unknown as { WebAssembly: WebAssemblyApi };
+
+// The C++ library's abort path can write a message to stderr through WASI; the kernels never
+// reach it, and there is no file here to write to: each call fails with ENOSYS (52).
+const ENOSYS = 52;
+const WASI_STUBS = { wasi_snapshot_preview1: { fd_close: () => ENOSYS, fd_seek: () => ENOSYS, fd_write: () => ENOSYS } };
+
+// 64K floats out (256 KiB) and their blocks in: both in cache while they are copied.
+const CHUNK_FLOATS = 1 << 16;
+
+let kernels: WasmKernels | undefined;
+let unavailable: string | undefined;
+
+/** Where the package keeps the module. */
+export function wasmPath(): string {
+  return join(packageRoot(), 'wasm', 'dequant.wasm');
+}
+
+function load(): WasmKernels | undefined {
+  if (kernels !== undefined || unavailable !== undefined) return kernels;
+  const path = wasmPath();
+  if (!existsSync(path)) {
+    unavailable = `${path} is missing (npm run build:wasm)`;
+    return undefined;
+  }
+  try {
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(path)), WASI_STUBS);
+    const exports = instance.exports as unknown as WasmExports;
+    exports._initialize();
+    for (const name of KERNEL_TABLES) {
+      const bytes = tableBytes(name);
+      const label = new TextEncoder().encode(`${name}\0`);
+      const at = exports.buffer(label.length + bytes.length);
+      if (at === 0) throw new Error('out of memory');
+      const memory = new Uint8Array(exports.memory.buffer);
+      memory.set(label, at);
+      memory.set(bytes, at + label.length);
+      if (exports.set_table(at, at + label.length, bytes.length) !== 1) throw new Error(`the module refused table ${name}`);
+    }
+    const typeIds = new Set<number>();
+    for (let id = 0; id < 64; id++) if (exports.has_kernel(id) === 1) typeIds.add(id);
+    kernels = { exports, typeIds };
+  } catch (error) {
+    unavailable = `${path} did not load: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return kernels;
+}
+
+/** Why there are no WebAssembly kernels (undefined when there are). */
+export function wasmUnavailableReason(): string | undefined {
+  load();
+  return unavailable;
+}
+
+/** Type ids with a WebAssembly kernel; none when the module is absent. */
+export function wasmTypeIds(): ReadonlySet<number> {
+  return load()?.typeIds ?? new Set();
+}
+
+/**
+ * Decodes `nblocks` blocks of `type` from `bytes` into `out` from `outIndex` (the caller has
+ * checked the lengths), as the TypeScript kernels do; the type must have a WebAssembly kernel.
+ */
+export function wasmDequantize(type: GgmlType, bytes: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): void {
+  const { exports } = load()!;
+  const chunkBlocks = Math.max(1, Math.floor(CHUNK_FLOATS / type.blockSize));
+  const outBytes = chunkBlocks * type.blockSize * 4;
+  // Floats first (4-byte aligned), blocks after them; the same area every chunk.
+  const at = exports.buffer(outBytes + chunkBlocks * type.typeSize);
+  if (at === 0) throw new RangeError('dequantize: the WebAssembly module is out of memory');
+  const src = at + outBytes;
+  for (let first = 0; first < nblocks; first += chunkBlocks) {
+    const count = Math.min(chunkBlocks, nblocks - first);
+    new Uint8Array(exports.memory.buffer).set(bytes.subarray(first * type.typeSize, (first + count) * type.typeSize), src);
+    exports.dequantize(type.id, src, count, at);
+    // A view made after the call: the module's memory may have grown (its buffer replaced) in it.
+    out.set(new Float32Array(exports.memory.buffer, at, count * type.blockSize), outIndex + first * type.blockSize);
+  }
+}
