@@ -6,9 +6,11 @@
 # and run as root (as CI runs), else says what to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages="clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32"
+packages="clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32"
 libcxx=/usr/lib/llvm-19/lib/wasm32-wasi
-if ! command -v clang-19 >/dev/null || ! command -v wasm-ld-19 >/dev/null || [ ! -f "$libcxx/libc++.a" ] || [ ! -f /usr/lib/wasm32-wasi/libc.a ]; then
+builtins=/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a
+if ! command -v clang-19 >/dev/null || ! command -v wasm-ld-19 >/dev/null || [ ! -f "$libcxx/libc++.a" ] ||
+  [ ! -f /usr/lib/wasm32-wasi/libc.a ] || [ ! -f "$builtins" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     # shellcheck disable=SC2086

@@ -46,7 +46,8 @@ const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'wasm', 'js'];
 
 // Below this many elements a split is not worth a thread hop.
 const SPLIT_MIN_ELEMENTS = 1 << 20;
-// TypeScript work without a native kernel runs in slices of about this many bytes, yielding between.
+// Work without a native kernel (WebAssembly or TypeScript) runs in slices of about this many
+// bytes, yielding between.
 const JS_SLICE_BYTES = 4 << 20;
 /**
  * Outputs of at least this many floats (1 MiB), asked for without `out`, are written into memory
@@ -260,8 +261,8 @@ export function gatherRowsFromBytes(type: GgmlType, tensorBytes: Uint8Array, row
 /**
  * `dequantize` off the event loop: native kernels run on libuv's pool, a large input split into
  * `threads` parts run at once, on memory the addon owns (a transferred `out` cannot be written
- * to after it is gone); a type without a native kernel runs in TypeScript slices that yield to
- * the event loop between them.
+ * to after it is gone); a type without a native kernel runs in WebAssembly or TypeScript slices
+ * that yield to the event loop between them.
  */
 export function dequantizeAsync(
   type: GgmlTypeRef,
@@ -378,7 +379,7 @@ async function runJob(job: NativeDequantJob, r: JobRun): Promise<Float32Array> {
 /**
  * Rows `ids` (checked by the caller) of a tensor whose bytes are `tensorBytes`, off the event
  * loop: native kernels on libuv's pool (split into `threads` parts for large batches), else the
- * TypeScript kernels a slice of rows at a time between turns of the event loop.
+ * WebAssembly or TypeScript kernels a slice of rows at a time between turns of the event loop.
  */
 export async function gatherRowsAsyncAt(
   type: GgmlType,
