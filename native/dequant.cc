@@ -22,31 +22,25 @@ static std::atomic<uint32_t> tables_ready{0};
 static std::atomic<uint32_t> tables_claimed{0};  // bit i: a thread is setting kTables[i], or has
 static std::atomic<int> isa_limit{2};  // Isa::kAvx512: no limit
 
-const float* HalfTable() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; h++) {
-      uint32_t bits = HalfToFloatBits(static_cast<uint16_t>(h));
-      std::memcpy(&t[h], &bits, 4);
-    }
-    return t;
-  }();
-  return table.data();
-}
+float g_half_table[65536];
+float g_ue4m3_half_table[256];
 
-const float* Ue4m3HalfTable() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(256);
-    for (int x = 0; x < 256; x++) {
-      const int exponent = (x >> 3) & 15, mantissa = x & 7;
-      const float raw = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
-                                      : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
-      t[x] = (x == 0 || x == 0x7f) ? 0.0f : raw * 0.5f;  // every value is exact in float32
-    }
-    return t;
-  }();
-  return table.data();
-}
+// Both conversion tables, filled when the library loads (before any kernel can run): kernels read
+// them as plain arrays, with no call per block to a function that builds them on first use (in a
+// shared library such a call also goes through the PLT).
+static const bool conversion_tables_filled = [] {
+  for (uint32_t h = 0; h < 65536; h++) {
+    const uint32_t bits = HalfToFloatBits(static_cast<uint16_t>(h));
+    std::memcpy(&g_half_table[h], &bits, 4);
+  }
+  for (int x = 0; x < 256; x++) {
+    const int exponent = (x >> 3) & 15, mantissa = x & 7;
+    const float raw = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                    : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+    g_ue4m3_half_table[x] = (x == 0 || x == 0x7f) ? 0.0f : raw * 0.5f;  // every value is exact in float32
+  }
+  return true;
+}();
 
 namespace {
 

@@ -20,6 +20,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "dequant_kernels.h"
 #pragma GCC diagnostic pop
+#include "dequant_x86.h"
 
 namespace gguf_mmap {
 namespace {
@@ -160,7 +161,6 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
-  const __m256i nibble = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
   for (size_t b = 0; b < nblocks; b++, src += 176) {
     const float d = HalfToFloat(LoadU16(src));
     const float dmin = HalfToFloat(LoadU16(src + 2));
@@ -169,44 +169,26 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
     alignas(32) float scales[8], mins[8];
     KScalesMins(src, d, dmin, scales, mins);
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const __m256i low_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * g)));
-      const __m256i high_bit = _mm256_set1_epi8(static_cast<char>(2 << (2 * g)));
-      __m256i low_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, low_bit), low_bit), sixteen);
-      __m256i high_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, high_bit), high_bit), sixteen);
-      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm256_broadcast_ss(scales + 2 * g),
-                          _mm256_broadcast_ss(mins + 2 * g));
-      StoreAffineUint8x32(out + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), high_add),
-                          _mm256_broadcast_ss(scales + 2 * g + 1), _mm256_broadcast_ss(mins + 2 * g + 1));
+      __m256i low, high;
+      Q5KGroupValues(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)), g, &low, &high);
+      StoreAffineUint8x32(out, low, _mm256_broadcast_ss(scales + 2 * g), _mm256_broadcast_ss(mins + 2 * g));
+      StoreAffineUint8x32(out + 32, high, _mm256_broadcast_ss(scales + 2 * g + 1), _mm256_broadcast_ss(mins + 2 * g + 1));
     }
   }
 }
 
 void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
-  const __m256i nibble = _mm256_set1_epi8(0x0f), two_bits = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
   for (size_t b = 0; b < nblocks; b++, src += 210) {
     const float d = HalfToFloat(LoadU16(src + 208));
     const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
     for (int half = 0; half < 2; half++, out += 128) {
-      const uint8_t* ql = src + 64 * half;
-      __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 128 + 32 * half));
-      // Four 32-element runs; the 2 high bits come from successive bit pairs of qh.
-      __m256i runs[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_slli_epi16(_mm256_and_si256(h, two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two_bits), 4)),
-      };
+      __m256i runs[4];
+      Q6KRuns(src, half, runs);
       // Each 16-element run r of this half uses scale r, in output order.
       for (int r = 0; r < 4; r++) {
-        __m256i q = _mm256_sub_epi8(runs[r], bias);
         const float s0 = d * sc[8 * half + 2 * r], s1 = d * sc[8 * half + 2 * r + 1];
-        StoreScaledInt8x16(out + 32 * r, _mm256_castsi256_si128(q), _mm256_set1_ps(s0));
-        StoreScaledInt8x16(out + 32 * r + 16, _mm256_extracti128_si256(q, 1), _mm256_set1_ps(s1));
+        StoreScaledInt8x16(out + 32 * r, _mm256_castsi256_si128(runs[r]), _mm256_set1_ps(s0));
+        StoreScaledInt8x16(out + 32 * r + 16, _mm256_extracti128_si256(runs[r], 1), _mm256_set1_ps(s1));
       }
     }
   }

@@ -20,6 +20,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "dequant_x86.h"
+
 namespace gguf_mmap {
 namespace {
 
@@ -98,51 +100,31 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
-  const __m256i nibble = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
   for (size_t b = 0; b < nblocks; b++, src += 176) {
     float scales[8], mins[8];
     KScalesMins(src, Half(src), Half(src + 2), scales, mins);
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
     const uint8_t* q = src + 48;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      // Fifth bits: bit 2g of qh[l] for the low nibbles, bit 2g+1 for the high ones.
-      const __m256i low_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * g)));
-      const __m256i high_bit = _mm256_set1_epi8(static_cast<char>(2 << (2 * g)));
-      const __m256i low_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, low_bit), low_bit), sixteen);
-      const __m256i high_add = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, high_bit), high_bit), sixteen);
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-      StoreAffineUint8x32(out, _mm256_or_si256(_mm256_and_si256(v, nibble), low_add), _mm512_set1_ps(scales[2 * g]),
-                          _mm512_set1_ps(mins[2 * g]));
-      StoreAffineUint8x32(out + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), high_add),
-                          _mm512_set1_ps(scales[2 * g + 1]), _mm512_set1_ps(mins[2 * g + 1]));
+      __m256i low, high;
+      Q5KGroupValues(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)), g, &low, &high);
+      StoreAffineUint8x32(out, low, _mm512_set1_ps(scales[2 * g]), _mm512_set1_ps(mins[2 * g]));
+      StoreAffineUint8x32(out + 32, high, _mm512_set1_ps(scales[2 * g + 1]), _mm512_set1_ps(mins[2 * g + 1]));
     }
   }
 }
 
 void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
-  const __m256i nibble = _mm256_set1_epi8(0x0f), two_bits = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
   for (size_t b = 0; b < nblocks; b++, src += 210) {
     const float d = Half(src + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
     for (int half = 0; half < 2; half++, out += 128) {
-      const uint8_t* ql = src + 64 * half;
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 128 + 32 * half));
-      // Four 32-element runs: low 4 bits from a nibble of ql, high 2 from successive bit pairs of qh.
-      const __m256i runs[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_slli_epi16(_mm256_and_si256(h, two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two_bits), 4)),
-      };
+      __m256i runs[4];
+      Q6KRuns(src, half, runs);
       for (int r = 0; r < 4; r++) {
-        const __m256i q = _mm256_sub_epi8(runs[r], bias);
         const float s0 = d * sc[8 * half + 2 * r], s1 = d * sc[8 * half + 2 * r + 1];
-        StoreScaledInt8x16(out + 32 * r, _mm256_castsi256_si128(q), _mm512_set1_ps(s0));
-        StoreScaledInt8x16(out + 32 * r + 16, _mm256_extracti128_si256(q, 1), _mm512_set1_ps(s1));
+        StoreScaledInt8x16(out + 32 * r, _mm256_castsi256_si128(runs[r]), _mm512_set1_ps(s0));
+        StoreScaledInt8x16(out + 32 * r + 16, _mm256_extracti128_si256(runs[r], 1), _mm512_set1_ps(s1));
       }
     }
   }

@@ -27,8 +27,9 @@ inline uint32_t HalfToFloatBits(uint16_t h) {
   return sign | ((exponent + 112) << 23) | (mantissa << 13);
 }
 
-// All 65,536 conversions, built once (thread-safe static init).
-const float* HalfTable();
+// All 65,536 conversions (filled when the library loads, in dequant.cc).
+extern float g_half_table[65536];
+inline const float* HalfTable() { return g_half_table; }
 
 // AArch64 converts halves in hardware (FCVT, which compilers also vectorize) with the same bits:
 // exact, a NaN made quiet with its sign and payload kept (the tests check all 65,536 patterns).
@@ -38,7 +39,7 @@ inline float HalfToFloat(uint16_t h) {
   std::memcpy(&half, &h, 2);
   return half;
 #else
-  return HalfTable()[h];
+  return g_half_table[h];
 #endif
 }
 
@@ -104,8 +105,8 @@ inline float E8M0Half(uint8_t e) {
 }
 
 // A UE4M3 scale byte as ggml's NVFP4 decodes it, times 0.5 (0x00 and 0x7F give 0; bit 7 is ignored).
-const float* Ue4m3HalfTable();
-inline float UE4M3Half(uint8_t x) { return Ue4m3HalfTable()[x]; }
+extern float g_ue4m3_half_table[256];
+inline float UE4M3Half(uint8_t x) { return g_ue4m3_half_table[x]; }
 
 // Kernel sets, one per instruction set; each lists the same types (nullptr where it has none).
 struct KernelSet {
