@@ -7,8 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
+#endif
+#if !defined(__wasm__)
+#include <thread>
 #endif
 
 #include "dequant_common.h"
@@ -228,6 +231,9 @@ bool SetDequantTable(const char* name, const uint8_t* bytes, size_t length) {
       tables_ready.fetch_or(bit);
     }
     while ((tables_ready.load() & bit) == 0) {
+#if !defined(__wasm__)  // (one thread there: the claim and the ready bit come in one call)
+      std::this_thread::yield();
+#endif
     }
     return true;
   }

@@ -458,7 +458,7 @@ inline void Iq2Scales(float d, const uint8_t* s, float* lo, float* hi) {
 inline __m256 HalfStepScale(float d, uint32_t s, float k) { return _mm256_set1_ps(d * (0.5f + static_cast<float>(s)) * k); }
 
 void IQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();  // once: a call per block costs a vzeroupper and spills
+  const float* halves = HalfTable();
   const uint64_t* grid = g_tables.iq2xxs_grid;
   const KsignsVectors& ksigns = Ksigns();
   for (size_t b = 0; b < nblocks; b++, src += 66) {

@@ -1,6 +1,6 @@
 // The WebAssembly build of the portable kernels (scripts/build-wasm.sh: dequant.cc,
 // dequant_portable.cc and this file, compiled for wasm32 with SIMD128), for where the addon cannot
-// load: no prebuilt binary and no compiler, or a runtime that refuses external memory (Electron).
+// load: no prebuilt binary for the platform and no compiler to build one.
 // The same C++ as the native portable set, so the same bits; JavaScript copies blocks into this
 // module's memory and the floats out (lib/dequant/wasm.ts), a chunk at a time.
 //

@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { dequantize, GgufError, liveMappings, nativeDequantInfo, openGguf, writeGgufFile } from '../lib/index.js';
+import { wasmPath, wasmUnavailableReason } from '../lib/dequant/wasm.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const shared = process.env.GGUF_MMAP_SHARED ?? resolve(here, '../../../shared');
@@ -183,8 +184,35 @@ await check('verify(): passes unchanged, FILE_CHANGED after truncation', () => {
   g.close();
 });
 
-// The WebAssembly kernels too, where the module is built (the package ships it).
-const backends = ['js', 'auto', ...(nativeDequantInfo().wasm.length > 0 ? (['wasm'] as const) : [])] as const;
+// The WebAssembly kernels too, where the module is built (the package ships it): built but not
+// loading on this runtime is a failure, not a check left out.
+const wasmBuilt = existsSync(wasmPath());
+const backends = ['js', 'auto', ...(wasmBuilt ? (['wasm'] as const) : [])] as const;
+
+await check('the WebAssembly kernels load and cover the 28 types', () => {
+  const { wasm } = nativeDequantInfo();
+  assert(wasm.length === 28, `${wasm.length} types: ${wasmUnavailableReason() ?? ''}`);
+}, wasmBuilt ? undefined : `${wasmPath()} not built (npm run build:wasm)`);
+
+// Scales that are NaN (several payloads), infinite, zero or subnormal, where arithmetic decides
+// the bits: the addon's and the WebAssembly kernels agree (TypeScript under Bun loses NaN
+// payloads; see the README).
+await check('NaN, infinite and subnormal scales: the native and WebAssembly kernels give the same bits', () => {
+  const specials = [0x7e01, 0xfe02, 0x7c01, 0xfd55, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff];
+  const scales: Record<string, [number, number[]]> = { Q4_0: [18, [0]], Q5_1: [24, [0, 2]], Q8_0: [34, [0]], Q4_K: [144, [0, 2]], Q6_K: [210, [208]], IQ2_XXS: [66, [0]], IQ4_XS: [136, [0]] };
+  const bad: string[] = [];
+  for (const [name, [size, at]] of Object.entries(scales)) {
+    const blocks = new Uint8Array(size * 400);
+    for (let i = 0; i < blocks.length; i++) blocks[i] = (i * 2654435761) >>> 24;
+    const view = new DataView(blocks.buffer);
+    for (let b = 0; b < 400; b++) at.forEach((o, k) => view.setUint16(b * size + o, specials[(b + 3 * k) % specials.length]!, true));
+    const native = new Uint32Array(dequantize(name, blocks, undefined, { backend: 'native' }).buffer);
+    const wasm = new Uint32Array(dequantize(name, blocks, undefined, { backend: 'wasm' }).buffer);
+    const first = native.findIndex((bits, i) => bits !== wasm[i]);
+    if (first >= 0) bad.push(`${name}@${first}: wasm ${wasm[first]!.toString(16)} != native ${native[first]!.toString(16)}`);
+  }
+  assert(bad.length === 0, bad.join('; '));
+}, !wasmBuilt ? `${wasmPath()} not built` : nativeDequantInfo().types.length === 0 ? 'no addon' : undefined);
 
 await check(`dequantization bit for bit with ggml's vectors, NaN payloads included (${backends.join(', ')})`, () => {
   const dir = join(shared, 'reference/dequant');

@@ -172,7 +172,8 @@ function chooseKernel(type: GgmlType, backend: DequantBackend, littleEndian: boo
   }
   if (nativeable) return { name: 'native', kernel: TS_KERNELS[type.name]! };
   // 'auto' takes the WebAssembly kernels where the addon is not loaded (where it is, they cover
-  // no type it lacks: the same C++), so a process with the addon never loads the module.
+  // no type it lacks: the same C++), so dequantizing never loads the module in a process with the
+  // addon (nativeDequantInfo() does, to list its types).
   const wasmable = (backend === 'wasm' || (backend === 'auto' && optionalAddon() === undefined)) && hasWasmKernel(type, littleEndian);
   if (backend === 'wasm' && !wasmable) {
     const reason = wasmUnavailableReason();

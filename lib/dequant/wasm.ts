@@ -50,11 +50,12 @@ export function wasmPath(): string {
 function load(): WasmKernels | undefined {
   if (kernels !== undefined || unavailable !== undefined) return kernels;
   const path = wasmPath();
-  if (!existsSync(path)) {
-    unavailable = `${path} is missing (npm run build:wasm)`;
-    return undefined;
-  }
   try {
+    // (existsSync can throw too: Deno without read permission for the file.)
+    if (!existsSync(path)) {
+      unavailable = `${path} is missing (npm run build:wasm)`;
+      return undefined;
+    }
     const instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(path)), WASI_STUBS);
     const exports = instance.exports as unknown as WasmExports;
     exports._initialize();
@@ -103,7 +104,7 @@ export function wasmDequantize(type: GgmlType, bytes: Uint8Array, nblocks: numbe
   for (let first = 0; first < nblocks; first += chunkBlocks) {
     const count = Math.min(chunkBlocks, nblocks - first);
     new Uint8Array(exports.memory.buffer).set(bytes.subarray(first * type.typeSize, (first + count) * type.typeSize), src);
-    exports.dequantize(type.id, src, count, at);
+    if (exports.dequantize(type.id, src, count, at) !== 1) throw new TypeError(`dequantize: the WebAssembly module has no kernel for ${type.name}`);
     // A view made after the call: the module's memory may have grown (its buffer replaced) in it.
     out.set(new Float32Array(exports.memory.buffer, at, count * type.blockSize), outIndex + first * type.blockSize);
   }

@@ -81,7 +81,7 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
   }
 
   for (const [file, name] of [['all-f16.f32.bin', 'F16'], ['all-bf16.f32.bin', 'BF16']] as const) {
-    it(`${name}: all 65,536 patterns convert as ggml's (NaN payloads and quiet bits too), every backend`, () => {
+    it(`${name}: all 65,536 patterns convert as ggml's (NaN payloads and quiet bits too), ${WASM_BUILT ? 'every backend' : 'native and TypeScript (WebAssembly not built)'}`, () => {
       const entry = manifest!.fp16_tables[`fp16/${file}`]!;
       const want = new Uint32Array(readChecked(sharedPath('reference/fp16', file), entry.sha256).buffer);
       const patterns = new Uint8Array(new Uint16Array(65536).map((_, i) => i).buffer);

@@ -82,6 +82,35 @@ describe('read mode', () => {
     expect(out.native).toMatch(/^NO_NATIVE_KERNEL: .*not loaded/);
   });
 
+  it.skipIf(!WASM_BUILT)('without the addon, every dequantizing path takes the WebAssembly kernels and gives the TypeScript bits (child process)', () => {
+    const r = runChild(`
+      process.env.GGUF_MMAP_ADDON = 'off';
+      const { openGguf, dequantKernelFor } = await import(${JSON.stringify(DIST_INDEX)});
+      const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]) || (Number.isNaN(v) && Number.isNaN(b[i])));
+      const bits = (a) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+      const g = openGguf(${JSON.stringify(file)});
+      const t = g.tensor('q');
+      const js = t.dequantize(undefined, { backend: 'js' });
+      const ids = [7, 4095, 0, 7, 1234];
+      const rowsJs = t.gatherRows(ids, undefined, { backend: 'js' });
+      const progress = [];
+      const results = {
+        kernel: dequantKernelFor('Q8_0'),
+        whole: bits(t.dequantize()).join() === bits(js).join(),
+        async: bits(await t.dequantizeAsync(undefined, { onProgress: (done) => progress.push(done) })).join() === bits(js).join(),
+        rows: bits(t.dequantizeRows(7, 3)).join() === bits(js.subarray(7 * 32, 10 * 32)).join(),
+        gather: bits(t.gatherRows(ids)).join() === bits(rowsJs).join(),
+        gatherAsync: bits(await t.gatherRowsAsync(ids)).join() === bits(rowsJs).join(),
+        nanKept: bits(t.dequantize())[7 * 32].toString(16), // block 7's NaN scale (payload 1) in its products
+        progressed: progress.length > 0,
+      };
+      g.close();
+      console.log(JSON.stringify(results));
+    `);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.result).toEqual({ kernel: 'wasm', whole: true, async: true, rows: true, gather: true, gatherAsync: true, nanKept: '7fc02000', progressed: true });
+  });
+
   it('a runtime that refuses external ArrayBuffers (Electron): read mode by default, native kernels still used (child process)', () => {
     const r = runChild(`
       const { optionalAddon } = await import(${NATIVE_DIST});
