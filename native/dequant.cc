@@ -123,6 +123,10 @@ DequantFn Pick(DequantFn KernelSet::*slot, Isa* from) {
   *from = Isa::kAvx2;
   if (isa >= Isa::kAvx2 && kAvx2Kernels.*slot != nullptr) return kAvx2Kernels.*slot;
 #endif
+#if defined(__wasm_simd128__)
+  *from = Isa::kPortable;  // (the WebAssembly build has no other set to tell apart)
+  if (kSimd128Kernels.*slot != nullptr) return kSimd128Kernels.*slot;
+#endif
   *from = Isa::kPortable;
   return kPortableKernels.*slot;
 }

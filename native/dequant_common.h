@@ -120,5 +120,8 @@ extern const KernelSet kPortableKernels;
 extern const KernelSet kAvx2Kernels;
 extern const KernelSet kAvx512Kernels;
 #endif
+#if defined(__wasm_simd128__)
+extern const KernelSet kSimd128Kernels;  // the WebAssembly build's
+#endif
 
 }  // namespace gguf_mmap

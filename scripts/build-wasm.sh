@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The portable kernels compiled to WebAssembly with SIMD128 (native/dequant_wasm.cc with
-# dequant.cc and dequant_portable.cc) into wasm/dequant.wasm, which the package ships and loads
-# where the addon does not (lib/dequant/wasm.ts). Needs Debian's clang 19 (14 vectorizes the
-# int8 -> float conversions lane by lane), lld and the WASI sysroot; installs them when missing
-# and run as root (as CI runs), else says what to install.
+# dequant.cc, dequant_portable.cc and the SIMD128 kernels of dequant_simd128.cc) into
+# wasm/dequant.wasm, which the package ships and loads where the addon does not
+# (lib/dequant/wasm.ts). Needs Debian's clang 19 (14 vectorizes the int8 -> float conversions
+# lane by lane), lld and the WASI sysroot; installs them when missing and run as root (as CI
+# runs), else says what to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages="clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32"
@@ -25,5 +26,5 @@ mkdir -p wasm
 clang-19 --target=wasm32-wasi --sysroot=/usr -std=c++17 -O3 -msimd128 -ffp-contract=off -fno-exceptions \
   -nostdinc++ -isystem /usr/lib/llvm-19/include/wasm32-wasi/c++/v1 \
   -mexec-model=reactor -Wl,--no-entry -Wl,--strip-all -L"$libcxx" -L/usr/lib/wasm32-wasi -lc++ -lc++abi \
-  -o wasm/dequant.wasm native/dequant.cc native/dequant_portable.cc native/dequant_wasm.cc
+  -o wasm/dequant.wasm native/dequant.cc native/dequant_portable.cc native/dequant_simd128.cc native/dequant_wasm.cc
 echo "build-wasm: wasm/dequant.wasm ($(wc -c < wasm/dequant.wasm) bytes)"
