@@ -60,6 +60,11 @@ void DeriveIq2xs() { GridAsFloats<uint8_t>(g_tables.iq2xs_grid, 512, g_tables.iq
 void DeriveIq2s() { GridAsFloats<uint8_t>(g_tables.iq2s_grid, 1024, g_tables.iq2s_grid_f); }
 void DeriveIq3xxs() { GridAsFloats<uint8_t>(g_tables.iq3xxs_grid, 256, g_tables.iq3xxs_grid_f); }
 void DeriveIq3s() { GridAsFloats<uint8_t>(g_tables.iq3s_grid, 512, g_tables.iq3s_grid_f); }
+void DeriveKsigns() {
+  for (int i = 0; i < 128; i++) {
+    for (int j = 0; j < 8; j++) g_tables.ksigns_f[i][j] = ((g_tables.ksigns_iq2xs[i] >> j) & 1) ? -1.0f : 1.0f;
+  }
+}
 void DeriveIq1s() { GridAsFloats<int8_t>(g_tables.iq1s_grid, 2048, g_tables.iq1s_grid_f); }
 
 // The lookup tables by name, where each lives, how long it is and what is made from it once it is
@@ -73,7 +78,7 @@ struct TableSlot {
 const TableSlot kTables[] = {
     {"kvalues_iq4nl", g_tables.iq4nl, sizeof g_tables.iq4nl, nullptr},
     {"kvalues_fp4", g_tables.fp4, sizeof g_tables.fp4, nullptr},
-    {"ksigns_iq2xs", g_tables.ksigns_iq2xs, sizeof g_tables.ksigns_iq2xs, nullptr},
+    {"ksigns_iq2xs", g_tables.ksigns_iq2xs, sizeof g_tables.ksigns_iq2xs, DeriveKsigns},
     {"iq2xxs_grid", g_tables.iq2xxs_grid, sizeof g_tables.iq2xxs_grid, DeriveIq2xxs},
     {"iq2xs_grid", g_tables.iq2xs_grid, sizeof g_tables.iq2xs_grid, DeriveIq2xs},
     {"iq2s_grid", g_tables.iq2s_grid, sizeof g_tables.iq2s_grid, DeriveIq2s},

@@ -391,24 +391,11 @@ void Q2_0(const uint8_t* src, size_t nblocks, float* out) {
 // - grid indices with high bits in qh, and sub-block scales, are computed a block at a time in
 //   vectors and read back from the stack: scalar bit-twiddling per entry was the bottleneck;
 // - small lookup footprints: on a large output the store stream evicts L1, and a 16 KB table
-//   (iq1s_grid, or a 256-entry sign table beside iq2s_grid) cost ~15% there. Hence the derived
-//   tables below, built on a kernel's first call (a kernel runs only once its source table is set,
-//   and a set table never changes), and stored sign bytes turned into +-1 in registers.
-
-// +-1.0f lanes for each 7-bit ksigns index (lane j is -1 when bit j of ksigns_iq2xs[i] is set): 4 KB,
-// and no dependent ksigns load per 8 outputs.
-struct KsignsVectors {
-  alignas(32) float v[128][8];
-};
-const KsignsVectors& Ksigns() {
-  static const KsignsVectors table = [] {
-    KsignsVectors t;
-    for (int i = 0; i < 128; i++)
-      for (int j = 0; j < 8; j++) t.v[i][j] = ((g_tables.ksigns_iq2xs[i] >> j) & 1) ? -1.0f : 1.0f;
-    return t;
-  }();
-  return table;
-}
+//   (iq1s_grid, or a 256-entry sign table beside iq2s_grid) cost ~15% there. Hence +-1 rows only
+//   for the 128 ksigns indexes (g_tables.ksigns_f, 4 KB: no dependent ksigns load per 8 outputs),
+//   the IQ1 code table below, built on a kernel's first call (a kernel runs only once its source
+//   table is set, and a set table never changes), and stored sign bytes turned into +-1 in
+//   registers.
 
 // +-1.0f lanes for group l (0..3) of 4 stored sign bytes, broadcast in `bits`: sllv moves bit 8l+j
 // to lane j's sign bit, which blendv reads.
@@ -458,43 +445,40 @@ inline void Iq2Scales(float d, const uint8_t* s, float* lo, float* hi) {
 inline __m256 HalfStepScale(float d, uint32_t s, float k) { return _mm256_set1_ps(d * (0.5f + static_cast<float>(s)) * k); }
 
 void IQ2_XXS(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint64_t* grid = g_tables.iq2xxs_grid;
-  const KsignsVectors& ksigns = Ksigns();
+  const auto& ksigns = g_tables.ksigns_f;
   for (size_t b = 0; b < nblocks; b++, src += 66) {
-    const float d = halves[LoadU16(src)];
+    const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
       const uint8_t* q = src + 2 + 8 * ib;
       const uint32_t aux = LoadU32(q + 4);
       const uint32_t q4 = LoadU32(q);
       const __m256 db = HalfStepScale(d, aux >> 28, 0.25f);
       for (int l = 0; l < 4; l++, out += 8) {
-        StoreSigned8(out, Grid8(grid, (q4 >> (8 * l)) & 0xff), db, _mm256_load_ps(ksigns.v[(aux >> (7 * l)) & 127]));
+        StoreSigned8(out, Grid8(grid, (q4 >> (8 * l)) & 0xff), db, _mm256_load_ps(ksigns[(aux >> (7 * l)) & 127]));
       }
     }
   }
 }
 
 void IQ2_XS(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint64_t* grid = g_tables.iq2xs_grid;
-  const KsignsVectors& ksigns = Ksigns();
+  const auto& ksigns = g_tables.ksigns_f;
   alignas(32) float dlo[8], dhi[8];
   for (size_t b = 0; b < nblocks; b++, src += 74) {
-    Iq2Scales(halves[LoadU16(src)], src + 66, dlo, dhi);
+    Iq2Scales(HalfToFloat(LoadU16(src)), src + 66, dlo, dhi);
     for (int ib = 0; ib < 8; ib++) {
       const __m256 db[2] = {_mm256_broadcast_ss(dlo + ib), _mm256_broadcast_ss(dhi + ib)};
       const uint64_t q4 = LoadU64(src + 2 + 8 * ib);
       for (int l = 0; l < 4; l++, out += 8) {
         const uint32_t q = static_cast<uint32_t>(q4 >> (16 * l));
-        StoreSigned8(out, Grid8(grid, q & 511), db[l >> 1], _mm256_load_ps(ksigns.v[(q >> 9) & 127]));
+        StoreSigned8(out, Grid8(grid, q & 511), db[l >> 1], _mm256_load_ps(ksigns[(q >> 9) & 127]));
       }
     }
   }
 }
 
 void IQ2_S(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint64_t* grid = g_tables.iq2s_grid;
   // Index 4*ib + l takes bits 2l, 2l+1 of qh[ib] as its bits 8, 9.
   const __m256i mul = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
@@ -503,7 +487,7 @@ void IQ2_S(const uint8_t* src, size_t nblocks, float* out) {
   alignas(32) uint16_t idx[32];
   alignas(32) float dlo[8], dhi[8];
   for (size_t b = 0; b < nblocks; b++, src += 82) {
-    Iq2Scales(halves[LoadU16(src)], src + 74, dlo, dhi);
+    Iq2Scales(HalfToFloat(LoadU16(src)), src + 74, dlo, dhi);
     const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 66));
     GridIndex16(idx, src + 2, qh, spread, mul, mask);
     GridIndex16(idx + 16, src + 18, qh, _mm_add_epi8(spread, _mm_set1_epi8(4)), mul, mask);
@@ -519,24 +503,22 @@ void IQ2_S(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void IQ3_XXS(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint32_t* grid = g_tables.iq3xxs_grid;
-  const KsignsVectors& ksigns = Ksigns();
+  const auto& ksigns = g_tables.ksigns_f;
   for (size_t b = 0; b < nblocks; b++, src += 98) {
-    const float d = halves[LoadU16(src)];
+    const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
       const uint32_t aux = LoadU32(src + 66 + 4 * ib);
       const __m256 db = HalfStepScale(d, aux >> 28, 0.5f);
       const uint8_t* q = src + 2 + 8 * ib;
       for (int l = 0; l < 4; l++, out += 8) {
-        StoreSigned8(out, Grid4x2(grid, q[2 * l], q[2 * l + 1]), db, _mm256_load_ps(ksigns.v[(aux >> (7 * l)) & 127]));
+        StoreSigned8(out, Grid4x2(grid, q[2 * l], q[2 * l + 1]), db, _mm256_load_ps(ksigns[(aux >> (7 * l)) & 127]));
       }
     }
   }
 }
 
 void IQ3_S(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint32_t* grid = g_tables.iq3s_grid;
   // Index 8*ib + k takes bit k of qh[ib] as its bit 8.
   const __m256i mul = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
@@ -551,7 +533,7 @@ void IQ3_S(const uint8_t* src, size_t nblocks, float* out) {
     const __m256i shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
     const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(byte, shift), _mm256_set1_epi32(15));
     const __m256i odd = _mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
-    _mm256_store_ps(dl, _mm256_mul_ps(_mm256_set1_ps(halves[LoadU16(src)]), _mm256_cvtepi32_ps(odd)));
+    _mm256_store_ps(dl, _mm256_mul_ps(_mm256_set1_ps(HalfToFloat(LoadU16(src))), _mm256_cvtepi32_ps(odd)));
     const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 66));
     __m128i s = spread;
     for (int v = 0; v < 4; v++, s = _mm_add_epi8(s, two)) GridIndex16(idx + 16 * v, src + 2 + 16 * v, qh, s, mul, mask);
@@ -598,10 +580,9 @@ inline void StoreIq1(float* out, const uint16_t* code, __m256 dl, __m256 delta) 
 constexpr float kIq1Deltas[2] = {kIq1Delta, -kIq1Delta};
 
 void IQ1_S(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint16_t* grid = Iq1sPacked();
   for (size_t b = 0; b < nblocks; b++, src += 50) {
-    const float d = halves[LoadU16(src)];
+    const float d = HalfToFloat(LoadU16(src));
     for (int ib = 0; ib < 8; ib++) {
       const uint32_t qh = LoadU16(src + 34 + 2 * ib);
       const __m256 dl = _mm256_set1_ps(d * static_cast<float>(2 * ((qh >> 12) & 7) + 1));
@@ -612,7 +593,6 @@ void IQ1_S(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void IQ1_M(const uint8_t* src, size_t nblocks, float* out) {
-  const float* halves = HalfTable();
   const uint16_t* grid = Iq1sPacked();
   // Entry i takes nibble i of the 16 qh bytes (low nibble first): bits 0-2 as index bits 8-10, bit 3
   // (kept at bit 11) as the delta's sign.
@@ -625,7 +605,7 @@ void IQ1_M(const uint8_t* src, size_t nblocks, float* out) {
     const __m128i words = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 48));
     const uint64_t w = static_cast<uint64_t>(_mm_cvtsi128_si64(words));
     // The f16 block scale is spread over the top nibbles of the four scale words.
-    const float d = halves[((w >> 12) & 0xf) | ((w >> 24) & 0xf0) | ((w >> 36) & 0xf00) | ((w >> 48) & 0xf000)];
+    const float d = HalfToFloat(static_cast<uint16_t>(((w >> 12) & 0xf) | ((w >> 24) & 0xf0) | ((w >> 36) & 0xf00) | ((w >> 48) & 0xf000)));
     // Scale j (2 per sub-block): d * (1 + 2 * bits 3*(j%4).. of word j/4).
     const __m256i wide = _mm256_cvtepu16_epi32(words), shifts = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
     const __m256 dv = _mm256_set1_ps(d);

@@ -83,8 +83,8 @@ struct DequantTables {
   alignas(64) uint32_t iq3xxs_grid[256];
   alignas(64) uint32_t iq3s_grid[512];
   alignas(64) uint64_t iq1s_grid[2048];
-  // The IQ1/IQ2/IQ3 grids again with each value as a float (made from the grids above when they
-  // are set): the portable kernels then multiply rows of floats, which compilers vectorize,
+  // The IQ1/IQ2/IQ3 grids and the sign table again with each value as a float (made from the
+  // tables above when they are set): the portable kernels then multiply rows of floats, which compilers vectorize,
   // instead of taking bytes apart one at a time.
   alignas(64) float iq2xxs_grid_f[256][8];
   alignas(64) float iq2xs_grid_f[512][8];
@@ -92,6 +92,8 @@ struct DequantTables {
   alignas(64) float iq3xxs_grid_f[256][4];
   alignas(64) float iq3s_grid_f[512][4];
   alignas(64) float iq1s_grid_f[2048][8];  // signed (-1, 0, 1)
+  // ksigns_iq2xs[i]'s 8 sign bits as factors: -1.0f where bit j is set, else 1.0f.
+  alignas(64) float ksigns_f[128][8];
 };
 extern DequantTables g_tables;
 

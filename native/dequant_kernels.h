@@ -283,8 +283,9 @@ void KernelTQ2_0(const uint8_t* __restrict src, size_t nblocks, float* __restric
 
 // IQ types: grid entries hold the magnitudes of 8 (or 4) elements; signs come from
 // ksigns_iq2xs (7 stored bits -> 8 sign bits) or are stored whole. A sign multiplies (+-1.0f) like
-// ggml's (a NaN scale keeps its sign), and comes from a table of floats, as the magnitudes do (the
-// grids as floats): each group of 8 is then two rows of floats multiplied, which vectorizes.
+// ggml's (a NaN scale keeps its sign), and comes from a row of factors, as the magnitudes do (the
+// grids as floats): each group of 8 is then two rows of floats multiplied, which vectorizes. Rows
+// for a 7-bit ksigns index are g_tables.ksigns_f; for a stored sign byte, kSignFactors.
 
 // Entry b: eight factors, -1.0f where bit j of b is set, else 1.0f.
 struct SignFactors {
@@ -298,14 +299,12 @@ struct SignFactors {
 constexpr SignFactors kSignFactors;
 
 // out[j] = scale * magnitude[j] * sign[j] for 8 elements, ggml's order of products.
-inline void PutSigned8(float* __restrict out, const float* __restrict magnitude, float scale, uint32_t signs) {
-  const float* sign = kSignFactors.v[signs];
+inline void PutSigned8(float* __restrict out, const float* __restrict magnitude, float scale, const float* __restrict sign) {
   for (int j = 0; j < 8; j++) out[j] = scale * magnitude[j] * sign[j];
 }
 
-// Two 4-element grid rows (as floats) times `scale`, with 8 sign bits.
-inline void PutSigned4x2(float* __restrict out, const float* __restrict m1, const float* __restrict m2, float scale, uint32_t signs) {
-  const float* sign = kSignFactors.v[signs];
+// Two 4-element grid rows (as floats) times `scale`, with 8 sign factors.
+inline void PutSigned4x2(float* __restrict out, const float* __restrict m1, const float* __restrict m2, float scale, const float* __restrict sign) {
   for (int j = 0; j < 4; j++) out[j] = scale * m1[j] * sign[j];
   for (int j = 0; j < 4; j++) out[j + 4] = scale * m2[j] * sign[j + 4];
 }
@@ -317,7 +316,7 @@ void KernelIQ2_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restr
       const uint8_t* q = src + 2 + 8 * ib;
       const uint32_t aux = LoadU32(q + 4);
       const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.25f;
-      for (int l = 0; l < 4; l++, out += 8) PutSigned8(out, g_tables.iq2xxs_grid_f[q[l]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+      for (int l = 0; l < 4; l++, out += 8) PutSigned8(out, g_tables.iq2xxs_grid_f[q[l]], db, g_tables.ksigns_f[(aux >> (7 * l)) & 127]);
     }
   }
 }
@@ -330,7 +329,7 @@ void KernelIQ2_XS(const uint8_t* __restrict src, size_t nblocks, float* __restri
       const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
       for (int l = 0; l < 4; l++, out += 8) {
         const uint16_t q = LoadU16(src + 2 + 2 * (4 * ib + l));
-        PutSigned8(out, g_tables.iq2xs_grid_f[q & 511], db[l >> 1], g_tables.ksigns_iq2xs[q >> 9]);
+        PutSigned8(out, g_tables.iq2xs_grid_f[q & 511], db[l >> 1], g_tables.ksigns_f[q >> 9]);
       }
     }
   }
@@ -345,7 +344,7 @@ void KernelIQ2_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
       const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xf)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
       for (int l = 0; l < 4; l++, out += 8) {
         const uint32_t entry = src[2 + 4 * ib + l] | ((qh << (8 - 2 * l)) & 0x300);
-        PutSigned8(out, g_tables.iq2s_grid_f[entry], db[l >> 1], src[34 + 4 * ib + l]);
+        PutSigned8(out, g_tables.iq2s_grid_f[entry], db[l >> 1], kSignFactors.v[src[34 + 4 * ib + l]]);
       }
     }
   }
@@ -359,7 +358,7 @@ void KernelIQ3_XXS(const uint8_t* __restrict src, size_t nblocks, float* __restr
       const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
       const uint8_t* q = src + 2 + 8 * ib;
       for (int l = 0; l < 4; l++, out += 8) {
-        PutSigned4x2(out, g_tables.iq3xxs_grid_f[q[2 * l]], g_tables.iq3xxs_grid_f[q[2 * l + 1]], db, g_tables.ksigns_iq2xs[(aux >> (7 * l)) & 127]);
+        PutSigned4x2(out, g_tables.iq3xxs_grid_f[q[2 * l]], g_tables.iq3xxs_grid_f[q[2 * l + 1]], db, g_tables.ksigns_f[(aux >> (7 * l)) & 127]);
       }
     }
   }
@@ -376,7 +375,7 @@ void KernelIQ3_S(const uint8_t* __restrict src, size_t nblocks, float* __restric
       for (int l = 0; l < 4; l++, out += 8) {
         const uint32_t g1 = q[2 * l] | ((qh << (8 - 2 * l)) & 256);
         const uint32_t g2 = q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
-        PutSigned4x2(out, g_tables.iq3s_grid_f[g1], g_tables.iq3s_grid_f[g2], db, src[74 + 4 * ib + l]);
+        PutSigned4x2(out, g_tables.iq3s_grid_f[g1], g_tables.iq3s_grid_f[g2], db, kSignFactors.v[src[74 + 4 * ib + l]]);
       }
     }
   }

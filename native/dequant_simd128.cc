@@ -12,19 +12,30 @@
 namespace gguf_mmap {
 namespace {
 
-// out[0..15] = (the 16 byte lanes of q, zero- or sign-extended) * scale - min, in element order;
-// the int-to-float conversion is the signed one (exact for these small values, and one instruction
-// on every engine).
+// The 16 byte lanes of q (zero- or sign-extended) as floats, in element order; the int-to-float
+// conversion is the signed one (exact for these small values, and one instruction on every engine).
 template <bool kSigned>
-inline void Store16(float* out, v128_t q, v128_t scale, v128_t min) {
+inline void BytesToFloats(v128_t q, v128_t floats[4]) {
   const v128_t low = kSigned ? wasm_i16x8_extend_low_i8x16(q) : wasm_u16x8_extend_low_u8x16(q);
   const v128_t high = kSigned ? wasm_i16x8_extend_high_i8x16(q) : wasm_u16x8_extend_high_u8x16(q);
-  const v128_t words[4] = {wasm_i32x4_extend_low_i16x8(low), wasm_i32x4_extend_high_i16x8(low), wasm_i32x4_extend_low_i16x8(high),
-                           wasm_i32x4_extend_high_i16x8(high)};
-  for (int k = 0; k < 4; k++) {
-    const v128_t product = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(words[k]), scale);
-    wasm_v128_store(out + 4 * k, kSigned ? product : wasm_f32x4_sub(product, min));
-  }
+  floats[0] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(low));
+  floats[1] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(low));
+  floats[2] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(high));
+  floats[3] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(high));
+}
+
+// out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
+inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min) {
+  v128_t floats[4];
+  BytesToFloats<false>(q, floats);
+  for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_sub(wasm_f32x4_mul(floats[k], scale), min));
+}
+
+// out[0..15] = (int8 lanes of q) * scale.
+inline void StoreScaledInt8x16(float* out, v128_t q, v128_t scale) {
+  v128_t floats[4];
+  BytesToFloats<true>(q, floats);
+  for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_mul(floats[k], scale));
 }
 
 void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
@@ -37,17 +48,16 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
       const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
-      Store16<false>(out, wasm_v128_and(v0, nibble), d1, m1);
-      Store16<false>(out + 16, wasm_v128_and(v1, nibble), d1, m1);
-      Store16<false>(out + 32, wasm_u8x16_shr(v0, 4), d2, m2);
-      Store16<false>(out + 48, wasm_u8x16_shr(v1, 4), d2, m2);
+      StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1);
+      StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1);
+      StoreAffineUint8x16(out + 32, wasm_u8x16_shr(v0, 4), d2, m2);
+      StoreAffineUint8x16(out + 48, wasm_u8x16_shr(v1, 4), d2, m2);
     }
   }
 }
 
 void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
   const v128_t nibble = wasm_i8x16_splat(0x0f), two_bits = wasm_i8x16_splat(3), bias = wasm_i8x16_splat(32);
-  const v128_t unused = wasm_f32x4_splat(0.0f);
   for (size_t b = 0; b < nblocks; b++, src += 210) {
     const float d = HalfToFloat(LoadU16(src + 208));
     const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
@@ -68,7 +78,7 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
         // Elements 32 r + 16 k .. + 15 of this half use scale 2 r + k.
         for (int r = 0; r < 4; r++) {
           const v128_t scale = wasm_f32x4_splat(d * sc[8 * half + 2 * r + k]);
-          Store16<true>(out + 32 * r + 16 * k, wasm_i8x16_sub(runs[r], bias), scale, unused);
+          StoreScaledInt8x16(out + 32 * r + 16 * k, wasm_i8x16_sub(runs[r], bias), scale);
         }
       }
     }

@@ -165,7 +165,7 @@ function chooseKernel(type: GgmlType, backend: DequantBackend, littleEndian: boo
   if (!BACKENDS.includes(backend)) throw new TypeError(`dequantize: backend is one of ${BACKENDS.join(', ')}, not '${String(backend)}'`);
   // The native and WebAssembly kernels read little-endian data only (quantized blocks always are).
   // 'js' touches neither the addon nor the module.
-  const nativeable = (backend === 'auto' || backend === 'native') && hasNativeKernel(type, littleEndian);
+  const nativeable = takesNativeKernel(type, backend, littleEndian);
   if (backend === 'native' && !nativeable) {
     const why = optionalAddon() === undefined ? ` (the native addon is not loaded: ${addonUnavailableReason()})` : littleEndian ? '' : ' in a big-endian file';
     throw new GgufError('NO_NATIVE_KERNEL', `no native kernel for ${type.name}${why}`, fileOffset);
@@ -241,11 +241,11 @@ export function dequantizeAt(
 }
 
 /**
- * Whether the native kernels decode rows of this type (the addon loaded, a kernel for the type,
- * backend not 'js', and little-endian data or quantized blocks). False for an invalid backend:
- * the caller's fallback through plan() reports it.
+ * Whether the native kernels decode this type (the addon loaded, a kernel for the type, backend
+ * 'auto' or 'native', and little-endian data or quantized blocks). False for an invalid backend:
+ * chooseKernel (or a caller's fallback through it) reports that.
  */
-export function nativeRows(type: GgmlType, backend: DequantBackend | undefined, littleEndian: boolean): boolean {
+export function takesNativeKernel(type: GgmlType, backend: DequantBackend | undefined, littleEndian: boolean): boolean {
   return (backend === undefined || backend === 'auto' || backend === 'native') && hasNativeKernel(type, littleEndian);
 }
 

@@ -10,7 +10,7 @@ import {
   dequantizeAt,
   gatherRowsAsyncAt,
   gatherRowsFromBytes,
-  nativeRows,
+  takesNativeKernel,
   type DequantizeAsyncOptions,
   type DequantizeOptions,
 } from '../dequant/dequantize.js';
@@ -268,7 +268,7 @@ export class GgufTensor {
     // A mapped file: one native call reading the mapping itself (no window over the tensor, which
     // for a large embedding would count hundreds of MB with V8); bytes in memory: a view of them.
     const source = this.source;
-    if (source.zeroCopy && count > 0 && nativeRows(this.ggmlType, options.backend, this.littleEndian)) {
+    if (source.zeroCopy && count > 0 && takesNativeKernel(this.ggmlType, options.backend, this.littleEndian)) {
       const target = out ?? new Float32Array(count * rowLength);
       let done: boolean;
       if (source instanceof MappedSource) {
