@@ -12,6 +12,8 @@ const repo = join(import.meta.dirname, '..');
 describe('types for consumers', () => {
   it("the README's TypeScript examples and the consumer example type-check under strict with no casts", () => {
     const dir = tempDir();
+    // The examples use top-level await: ES modules, whatever lies above the temporary folder.
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
     const blocks = [...readFileSync(join(repo, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
     expect(blocks.length).toBeGreaterThan(0);
     const files = blocks.map((code, i) => {

@@ -16,7 +16,6 @@ import {
   writeGgufFile,
 } from '../../lib/index.js';
 import { limitNativeIsa } from '../../lib/dequant/dequantize.js';
-import { WASM_BUILT } from '../helpers/wasm.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { randomBytes } from '../helpers/random.js';
@@ -60,7 +59,7 @@ describe('native and TypeScript kernels agree', () => {
         limitNativeIsa(isa);
         expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
       }
-      if (WASM_BUILT) expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
+      expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
     });
   }
 
@@ -87,7 +86,7 @@ describe('native and TypeScript kernels agree', () => {
         limitNativeIsa(isa);
         expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'native' }), js), isa).toBe(-1);
       }
-      if (WASM_BUILT) expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
+      expect(firstBitDifference(dequantize(type, blocks, undefined, { backend: 'wasm' }), js), 'wasm').toBe(-1);
     });
   }
 
@@ -160,13 +159,13 @@ describe('dequantize(type, bytes, out?)', () => {
     expect(dequantKernelFor('q4_K', { backend: 'js' })).toBe('js');
     expect(dequantKernelFor('F32')).toBe('js');
     expect(dequantKernelFor('F16', { littleEndian: false })).toBe('js');
-    if (WASM_BUILT) expect(dequantKernelFor('Q4_K', { backend: 'wasm' })).toBe('wasm');
+    expect(dequantKernelFor('Q4_K', { backend: 'wasm' })).toBe('wasm');
     expectGgufError(() => dequantKernelFor('Q8_1'), 'NO_DEQUANTIZER');
     expectGgufError(() => dequantKernelFor('F64', { backend: 'native' }), 'NO_NATIVE_KERNEL');
     expect(() => dequantKernelFor('Q4_K', { backend: 'gpu' as never })).toThrow(TypeError);
   });
 
-  it.skipIf(!WASM_BUILT)('the WebAssembly kernels decode tensors larger than their scratch area, into an offset out', () => {
+  it('the WebAssembly kernels decode tensors larger than their scratch area, into an offset out', () => {
     const blocks = randomBytes(144 * 1000, 77); // 256,000 values: several chunks of 65,536
     for (const block of [0, 999]) new DataView(blocks.buffer).setUint16(block * 144, 0x2c00, true);
     const js = dequantize('Q4_K', blocks, undefined, { backend: 'js' });

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dequantize, nativeDequantInfo } from '../../lib/index.js';
 import { limitNativeIsa } from '../../lib/dequant/dequantize.js';
-import { WASM_BUILT } from '../helpers/wasm.js';
 import { TABLE_FILES, tablePath } from '../../lib/dequant/tables.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 
@@ -63,7 +62,7 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
       expect(bitMismatches(out, want)).toEqual([]);
     });
 
-    it.skipIf(!WASM_BUILT)(`${type}: WebAssembly kernel matches ggml bit for bit`, () => {
+    it(`${type}: WebAssembly kernel matches ggml bit for bit`, () => {
       const { blocks, want } = load();
       expect(bitMismatches(dequantize(type, blocks, undefined, { backend: 'wasm' }), want)).toEqual([]);
     });
@@ -81,11 +80,11 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
   }
 
   for (const [file, name] of [['all-f16.f32.bin', 'F16'], ['all-bf16.f32.bin', 'BF16']] as const) {
-    it(`${name}: all 65,536 patterns convert as ggml's (NaN payloads and quiet bits too), ${WASM_BUILT ? 'every backend' : 'native and TypeScript (WebAssembly not built)'}`, () => {
+    it(`${name}: all 65,536 patterns convert as ggml's (NaN payloads and quiet bits too), every backend`, () => {
       const entry = manifest!.fp16_tables[`fp16/${file}`]!;
       const want = new Uint32Array(readChecked(sharedPath('reference/fp16', file), entry.sha256).buffer);
       const patterns = new Uint8Array(new Uint16Array(65536).map((_, i) => i).buffer);
-      for (const backend of ['js', 'native', ...(WASM_BUILT ? (['wasm'] as const) : [])] as const) {
+      for (const backend of ['js', 'native', 'wasm'] as const) {
         for (const isa of backend === 'native' ? isas : (['avx512'] as const)) {
           limitNativeIsa(isa);
           expect(bitMismatches(dequantize(name, patterns, undefined, { backend }), want), `${backend} ${isa}`).toEqual([]);

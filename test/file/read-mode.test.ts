@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import { openGguf, writeGgufFile } from '../../lib/index.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 import { tempDir } from '../helpers/tmp.js';
-import { WASM_BUILT } from '../helpers/wasm.js';
 
 const dir = tempDir();
 const file = join(dir, 'model.gguf');
@@ -75,14 +74,14 @@ describe('read mode', () => {
     expect(out.tokens).toEqual(['a', '\uFEFF', 'c']);
     expect(out.value).toBe(out.same);
     expect(out.value).toBe(out.js);
-    expect(out.kernel).toBe(WASM_BUILT ? 'wasm' : 'js');
-    expect(out.info).toEqual({ isa: 'none', isas: [], types: [], kernels: {}, wasm: WASM_BUILT ? expect.arrayContaining(['Q8_0', 'Q4_K', 'IQ2_XXS', 'F16']) : [] });
+    expect(out.kernel).toBe('wasm');
+    expect(out.info).toEqual({ isa: 'none', isas: [], types: [], kernels: {}, wasm: expect.arrayContaining(['Q8_0', 'Q4_K', 'IQ2_XXS', 'F16']) });
     expect(out.live).toBe(0);
     expect(out.mmap).toMatch(/^ADDON_UNAVAILABLE: .*GGUF_MMAP_ADDON is off.*npm rebuild gguf-mmap.*mode: 'read'/);
     expect(out.native).toMatch(/^NO_NATIVE_KERNEL: .*not loaded/);
   });
 
-  it.skipIf(!WASM_BUILT)('without the addon, every dequantizing path takes the WebAssembly kernels and gives the TypeScript bits (child process)', () => {
+  it('without the addon, every dequantizing path takes the WebAssembly kernels and gives the TypeScript bits (child process)', () => {
     const r = runChild(`
       process.env.GGUF_MMAP_ADDON = 'off';
       const { openGguf, dequantKernelFor } = await import(${JSON.stringify(DIST_INDEX)});
