@@ -2,6 +2,7 @@ import { Cursor, decodeUtf8 } from './cursor.js';
 import { walkStrings } from '../native.js';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById } from './ggml-types.js';
+import { NameIndex } from './name-index.js';
 import { TensorTable } from './tensor-table.js';
 import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES, type GgufValueType } from './value-types.js';
 
@@ -118,20 +119,21 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
     throw new GgufError('LIMIT_EXCEEDED', `${tensorCount} tensors (limits.maxTensors is ${maxTensors})`, tensorCountAt);
   }
 
+  const header = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   const kvs: KvRecord[] = [];
-  const keys = new Set<string>();
+  // Keys are found by their bytes in the header, through a keyed hash (see name-index.ts).
+  const keys = new NameIndex(kvCount, header);
   let alignment = DEFAULT_ALIGNMENT;
   for (let i = 0; i < kvCount; i++) {
-    const kv = readKv(cur);
-    if (keys.has(kv.key)) throw new GgufError('DUPLICATE_KEY', `duplicate key '${kv.key}'`, kv.offset);
-    keys.add(kv.key);
+    const keyStart = cur.pos + cur.countSize;
+    const { kv, keyEnd } = readKv(cur);
+    if (keys.add(keyStart, keyEnd) >= 0) throw new GgufError('DUPLICATE_KEY', `duplicate key '${kv.key}'`, kv.offset);
     if (kv.key === 'general.alignment') alignment = checkAlignment(kv);
     kvs.push(kv);
   }
 
   // Names are at most 63 bytes and lie in the header, which bounds the name store.
   const tensors = new TensorTable(tensorCount, Math.min(tensorCount * MAX_TENSOR_NAME_BYTES, Math.max(0, view.byteLength - cur.pos)));
-  const header = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   for (let i = 0; i < tensorCount; i++) readTensorInfo(cur, header, alignment, tensors, i);
 
   const headerEnd = cur.pos;
@@ -148,13 +150,15 @@ export function alignUp(n: number, alignment: number): number {
   return Math.ceil(n / alignment) * alignment;
 }
 
-function readKv(cur: Cursor): KvRecord {
+/** One key-value pair at the cursor, and the file offset where its key's bytes end. */
+function readKv(cur: Cursor): { kv: KvRecord; keyEnd: number } {
   const offset = cur.pos;
   const key = cur.string('key', true);
+  const keyEnd = cur.pos;
   if (key.length === 0) throw new GgufError('EMPTY_KEY', 'empty metadata key', offset);
   const type = readValueType(cur, 'BAD_VALUE_TYPE', `value type of '${key}'`);
-  if (type === 'ARRAY') return { key, type, offset, value: undefined, array: readArray(cur, 1) };
-  return { key, type, offset, value: readScalar(cur, type), array: undefined };
+  if (type === 'ARRAY') return { kv: { key, type, offset, value: undefined, array: readArray(cur, 1) }, keyEnd };
+  return { kv: { key, type, offset, value: readScalar(cur, type), array: undefined }, keyEnd };
 }
 
 function readValueType(cur: Cursor, code: 'BAD_VALUE_TYPE' | 'BAD_ARRAY_TYPE', what: string): GgufValueType {
@@ -326,9 +330,9 @@ function readTensorName(cur: Cursor, header: Uint8Array, table: TensorTable, i: 
   }
   if (length === 0) throw new GgufError('BAD_TENSOR_NAME', 'empty tensor name', infoOffset);
   const at = cur.take(length, 'tensor name');
-  const earlier = table.addName(i, header, at, length);
+  const earlier = table.addName(header, at, length);
   if (!table.lastNameAscii) decodeUtf8(cur.view, at, length, true, 'tensor name');
-  if (earlier >= 0) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${table.name(i)}'`, infoOffset);
+  if (earlier >= 0) throw new GgufError('DUPLICATE_TENSOR', `duplicate tensor '${table.name(earlier)}'`, infoOffset);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, type GgmlType } from './ggml-types.js';
+import { NameIndex } from './name-index.js';
 
 /** One tensor's info, as GgufTensor is built from it. */
 export interface TensorRecord {
@@ -18,21 +19,11 @@ export interface TensorRecord {
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-/** FNV-1a over bytes [start, end): the name index's hash. */
-function hashBytes(bytes: Uint8Array, start: number, end: number): number {
-  let h = FNV_OFFSET;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
-  return h >>> 0;
-}
-
 /**
  * The tensor infos of a file in typed arrays: about 70 bytes per tensor outside the JS heap and
  * none on it, so a header that claims millions of tensors costs memory in proportion to its own
  * size, not to the objects a reader would make. Names are kept as UTF-8 bytes (copied out of the
- * file, so they outlive close()) and decoded when asked; a hash index finds them by name.
+ * file, so they outlive close()) and decoded when asked; a keyed hash index finds them by name.
  */
 export class TensorTable {
   readonly count: number;
@@ -40,62 +31,47 @@ export class TensorTable {
   private nameLength = 0;
   /** Whether the name addName() stored last is plain ASCII. */
   lastNameAscii = true;
-  private readonly nameStart: Uint32Array;
-  private readonly nameEnd: Uint32Array;
   private readonly typeIds: Uint8Array;
   private readonly dims: Uint8Array;
   private readonly ne: Float64Array;
   private readonly offsets: Float64Array;
   private readonly nbytes: Float64Array;
   private readonly infoOffsets: Float64Array;
-  /** Open addressing, index + 1 per slot (0: empty); a power of two, at least twice the count. */
-  private readonly index: Int32Array;
+  /** Entry i is tensor i's name. */
+  readonly names: NameIndex;
 
   constructor(count: number, nameCapacity: number) {
     this.count = count;
     this.nameBytes = new Uint8Array(nameCapacity);
-    this.nameStart = new Uint32Array(count);
-    this.nameEnd = new Uint32Array(count);
     this.typeIds = new Uint8Array(count);
     this.dims = new Uint8Array(count);
     this.ne = new Float64Array(count * 4);
     this.offsets = new Float64Array(count);
     this.nbytes = new Float64Array(count);
     this.infoOffsets = new Float64Array(count);
-    let size = 2;
-    while (size < count * 2) size *= 2;
-    this.index = new Int32Array(size);
+    this.names = new NameIndex(count, this.nameBytes);
   }
 
   /**
-   * Stores tensor `i`'s name (`length` UTF-8 bytes at `start` of `source`) and indexes it.
+   * Stores the next tensor's name (`length` UTF-8 bytes at `start` of `source`) and indexes it.
    * Returns the index of an earlier tensor with the same name, or -1; `lastNameAscii` then tells
    * whether the name is plain ASCII (else the caller checks it is valid UTF-8).
    */
-  addName(i: number, source: Uint8Array, start: number, length: number): number {
+  addName(source: Uint8Array, start: number, length: number): number {
     const at = this.nameLength;
     const names = this.nameBytes;
-    let h = FNV_OFFSET;
     let high = 0;
     for (let k = 0; k < length; k++) {
       const b = source[start + k]!;
       names[at + k] = b;
       high |= b;
-      h = Math.imul(h ^ b, FNV_PRIME);
     }
     this.lastNameAscii = high < 0x80;
-    this.nameLength = at + length;
-    this.nameStart[i] = at;
-    this.nameEnd[i] = at + length;
-    const mask = this.index.length - 1;
-    for (let slot = (h >>> 0) & mask; ; slot = (slot + 1) & mask) {
-      const other = this.index[slot]! - 1;
-      if (other < 0) {
-        this.index[slot] = i + 1;
-        return -1;
-      }
-      if (this.sameName(other, names, at, at + length)) return other;
-    }
+    // Names are added in tensor order, so tensor i is entry i; a repeated name is not added
+    // (opening fails on it).
+    const earlier = this.names.add(at, at + length);
+    if (earlier < 0) this.nameLength = at + length;
+    return earlier;
   }
 
   setDim(i: number, d: number, ne: number): void {
@@ -111,7 +87,7 @@ export class TensorTable {
   }
 
   name(i: number): string {
-    return utf8.decode(this.nameBytes.subarray(this.nameStart[i]!, this.nameEnd[i]!));
+    return utf8.decode(this.nameBytes.subarray(this.names.start(i), this.names.end(i)));
   }
   offset(i: number): number {
     return this.offsets[i]!;
@@ -134,13 +110,7 @@ export class TensorTable {
 
   /** The index of the tensor named `name`, or -1. */
   find(name: string): number {
-    const bytes = encoder.encode(name);
-    const mask = this.index.length - 1;
-    for (let slot = hashBytes(bytes, 0, bytes.length) & mask; ; slot = (slot + 1) & mask) {
-      const i = this.index[slot]! - 1;
-      if (i < 0) return -1;
-      if (this.sameName(i, bytes, 0, bytes.length)) return i;
-    }
+    return this.names.find(encoder.encode(name));
   }
 
   record(i: number): TensorRecord {
@@ -159,10 +129,4 @@ export class TensorTable {
     };
   }
 
-  private sameName(i: number, bytes: Uint8Array, start: number, end: number): boolean {
-    const a = this.nameStart[i]!;
-    if (this.nameEnd[i]! - a !== end - start) return false;
-    for (let k = 0; k < end - start; k++) if (this.nameBytes[a + k] !== bytes[start + k]) return false;
-    return true;
-  }
 }
