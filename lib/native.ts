@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, isAbsolute, join } from 'node:path';
 import { GgufError } from './errors.js';
+import { toFilePath } from './file/path.js';
 import { packageRoot } from './package-root.js';
 
 /** Device, inode, size and mtime in nanoseconds, as decimal strings (they may not fit a double). */
@@ -76,22 +77,35 @@ interface Addon {
   refuseExternalBuffers(refuse: boolean): void;
 }
 
+type LoadResult = { addon: Addon; path: string; error?: undefined } | { addon?: undefined; path?: undefined; error: string };
+
 /**
- * Which build of the addon to load: GGUF_MMAP_ADDON if set (CI uses it to test the cmake-js and
- * sanitizer builds; `off` loads none, as where no build exists), else node-gyp's build/Release,
- * else a prebuilt binary for this platform (prebuilds/, found by node-gyp-build), else cmake-js's
- * build-cmake/Release. The override must be an absolute path to a `.node` file: anything else
- * given to require() could run as JavaScript, or be resolved against the working directory.
+ * GGUF_MMAP_ADDON's build (CI uses it to test the cmake-js and sanitizer builds): an absolute
+ * path to a regular `.node` file, loaded as exactly that file with process.dlopen (require()
+ * would try `X.node.js` beside a missing one, or a directory's index, and run it as JavaScript).
+ * Anything else is a load error, which read mode and liveMappings() do not need.
+ */
+function loadOverride(path: string): LoadResult {
+  if (!isAbsolute(path) || extname(path) !== '.node' || path.includes('\0')) {
+    return { error: `GGUF_MMAP_ADDON must be an absolute path to a .node file (or 'off'), not '${path}'` };
+  }
+  const kind = statSync(path, { throwIfNoEntry: false });
+  if (kind === undefined || !kind.isFile()) return { error: `GGUF_MMAP_ADDON names ${kind === undefined ? 'no file' : 'something other than a regular file'}: '${path}'` };
+  const module = { exports: {} as Addon };
+  try {
+    process.dlopen(module, path);
+  } catch (error) {
+    return { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
+  }
+  return { addon: module.exports, path };
+}
+
+/**
+ * Which build of the addon to load: GGUF_MMAP_ADDON if set (`off` loads none, as where no build
+ * exists), else node-gyp's build/Release, else a prebuilt binary for this platform (prebuilds/,
+ * found by node-gyp-build), else cmake-js's build-cmake/Release.
  */
 function resolveAddon(): string | undefined {
-  const override = process.env.GGUF_MMAP_ADDON;
-  if (override === 'off') return undefined;
-  if (override) {
-    if (!isAbsolute(override) || extname(override) !== '.node' || override.includes('\0')) {
-      throw new Error(`gguf-mmap: GGUF_MMAP_ADDON must be an absolute path to a .node file (or 'off'), not '${override}'`);
-    }
-    return override;
-  }
   const root = packageRoot();
   const require = createRequire(import.meta.url);
   try {
@@ -102,14 +116,19 @@ function resolveAddon(): string | undefined {
   }
 }
 
-type LoadResult = { addon: Addon; path: string; error?: undefined } | { addon?: undefined; path?: undefined; error: string };
 let loaded: LoadResult | undefined;
 
 function load(): LoadResult {
-  if (loaded === undefined) {
+  if (loaded !== undefined) return loaded;
+  const override = process.env.GGUF_MMAP_ADDON;
+  if (override === 'off') {
+    loaded = { error: 'GGUF_MMAP_ADDON is off' };
+  } else if (override) {
+    loaded = loadOverride(override);
+  } else {
     const path = resolveAddon();
     if (path === undefined) {
-      loaded = { error: process.env.GGUF_MMAP_ADDON === 'off' ? 'GGUF_MMAP_ADDON is off' : `no build and no prebuilt binary for ${process.platform}-${process.arch}` };
+      loaded = { error: `no build and no prebuilt binary for ${process.platform}-${process.arch}` };
     } else {
       try {
         loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
@@ -153,10 +172,11 @@ export function mapFile(path: string, maxWindow: number): NativeMapping {
 
 /**
  * Drops the file's clean pages from the page cache (after writing dirty ones back); pages a
- * process has mapped stay. For cold-start benchmarks and tests.
+ * process has mapped stay. For cold-start benchmarks and tests. Paths as openGguf takes them (a NUL
+ * byte is a TypeError); only a regular file is evicted (ENODEV for a FIFO or device, never a wait).
  */
-export function evictFromPageCache(path: string): void {
-  addon().evictFile(path);
+export function evictFromPageCache(path: string | URL | Buffer): void {
+  addon().evictFile(toFilePath(path, 'evictFromPageCache'));
 }
 
 /** Mapped files not yet let go of, across every thread of this process (0 without the addon). */

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -131,6 +132,9 @@ struct Prefetch {
 void ExecutePrefetch(napi_env /*env*/, void* data) {
   Prefetch* job = static_cast<Prefetch*>(data);
   job->result = Populate(job->begin, job->length);
+  // EFAULT: pages past the file's end (it was truncated). Marked as a read that faulted would be,
+  // so that this and every later access is FILE_CHANGED.
+  if (job->result == -EFAULT && job->pinned != nullptr) job->pinned->status()->fetch_or(kStatusPagesLost);
 }
 
 // Never throws (it may run during a worker's teardown): every status is checked instead.
@@ -379,6 +383,8 @@ Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "evictFile(path)");
   const std::string path = info[0].As<Napi::String>();
+  // A NUL byte would cut the path short and name another file (the library refuses it first).
+  if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "evictFile: the path contains a NUL byte");
   const int result = EvictFile(path.c_str());
   if (result != 0) throw SystemError(env, -result, "posix_fadvise");
   return env.Undefined();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -86,8 +87,17 @@ int Populate(const uint8_t* begin, size_t length) {
 }
 
 int EvictFile(const char* path) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are evicted.
+  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return -errno;
+  struct stat st;
+  int error = 0;
+  if (fstat(fd, &st) != 0) error = errno;
+  else if (!S_ISREG(st.st_mode)) error = S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
+  if (error != 0) {
+    close(fd);
+    return -error;
+  }
   // Dirty pages cannot be dropped: write them back first.
   fdatasync(fd);
   const int result = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

@@ -5,7 +5,7 @@ import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from 
 import type { DequantBackend } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
-import { formatBytes, inspectText, writeInspectJson } from './inspect.js';
+import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 
@@ -13,10 +13,10 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
+const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256] [--no-split]
        gguf-mmap warm FILE
        gguf-mmap --version
-       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|js]
+       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
@@ -24,6 +24,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
                    Without FILE, inspects the embedded sample model.
     --json         print one JSON object instead (every metadata value in full, the summary)
     --sha256       with --json, add each tensor's sha256
+    --no-split     a part of a split model alone, as it is (to look at a broken part)
   warm FILE        bring the whole file into memory (the page cache) before use,
                    with a progress bar and MB/s on a terminal, a summary otherwise
   dequant FILE TENSOR
@@ -32,10 +33,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256]
     --rows A:B     only rows A to B-1 (a row is ne[0] values); A: to the end; A alone
     --out FILE     write the values to FILE as raw little-endian float32 instead
     --backend      native kernels where the addon has one (auto, the default),
-                   or only native, or only TypeScript (js)
+                   or only native, only WebAssembly (wasm), or only TypeScript (js)
                    A progress bar shows on a terminal for long work.
 
-exit status: 0 ok, 1 usage or I/O error, 2 invalid GGUF file`;
+exit status: 0 ok, 1 usage or I/O error, 2 invalid (or changed) GGUF file,
+             3 not possible here (no addon, no kernel for the backend, a type
+             without a float conversion)`;
 
 class UsageError extends Error {}
 
@@ -54,13 +57,13 @@ function run(argv: string[]): number {
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
-  for (const flag of flags) if (flag !== '--json' && flag !== '--sha256') throw new UsageError(`unknown option '${flag}'`);
+  for (const flag of flags) if (flag !== '--json' && flag !== '--sha256' && flag !== '--no-split') throw new UsageError(`unknown option '${flag}'`);
   if (files.length > 1) throw new UsageError('inspect takes one FILE');
   if (flags.has('--sha256') && !flags.has('--json')) throw new UsageError('--sha256 goes with --json');
   const path = files[0] ?? samplePath();
   if (files[0] === undefined && !existsSync(path)) throw new Error(`the embedded sample is missing (${path}); run npm run build`);
 
-  using g = openGguf(path);
+  using g = openGguf(path, { split: !flags.has('--no-split') });
   if (flags.has('--json')) {
     writeBuffered((write) => writeInspectJson(g, write, { sha256: flags.has('--sha256') }));
   } else {
@@ -95,25 +98,26 @@ function warm(args: string[]): number {
   const tty = process.stderr.isTTY ? process.stderr : undefined;
   const start = performance.now();
   const rate = (bytes: number) => `${((bytes / 1e6) / Math.max(1e-3, (performance.now() - start) / 1000)).toFixed(0)} MB/s`;
-  g.prefetch({
-    onProgress: (done, total) => tty?.write(`\r[${'#'.repeat(Math.round((done / total) * 30)).padEnd(30, '.')}] ${Math.floor((done / total) * 100)}%  ${rate(done)}`),
-  }).then(
-    ({ bytes }) => {
+  const run = async () => {
+    try {
+      const { bytes } = await g.prefetch({
+        onProgress: (done, total) => tty?.write(`\r[${'#'.repeat(Math.round((done / total) * 30)).padEnd(30, '.')}] ${Math.floor((done / total) * 100)}%  ${rate(done)}`),
+      });
       tty?.write('\r\x1b[K');
+      // Pages lost meanwhile (the file truncated or changed): FILE_CHANGED, not a warm file.
+      g.verify();
       const { resident, total } = g.residency();
       process.stdout.write(`warmed ${formatBytes(bytes)} in ${(performance.now() - start).toFixed(0)} ms (${rate(bytes)}); ${formatBytes(resident)} of ${formatBytes(total)} resident\n`);
-      g.verify();
+    } finally {
       g.close();
-    },
-    (error: unknown) => {
-      g.close();
-      report(error);
-    },
-  );
+    }
+  };
+  // Every failure ends in report(): one line and the exit status, never an unhandled rejection.
+  run().catch(report);
   return 0;
 }
 
-const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'js'];
+const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'wasm', 'js'];
 
 function dequant(args: string[]): number {
   const positional: string[] = [];
@@ -135,7 +139,7 @@ function dequant(args: string[]): number {
   try {
     const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
     using g = openGguf(positional[0]!);
-    if (options['--out'] !== undefined) checkOutputIsNotInput(positional[0]!, options['--out']);
+    if (options['--out'] !== undefined) checkOutputIsNotInput([positional[0]!, ...g.parts.map((p) => p.path!)], options['--out']);
     const progress = process.stderr.isTTY ? process.stderr : undefined;
     process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));
   } catch (error) {
@@ -145,16 +149,23 @@ function dequant(args: string[]): number {
   return 0;
 }
 
-/** One line on stderr and the exit status for an error: 2 for an invalid file, 1 otherwise. */
+/** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER']);
+
+/**
+ * One line on stderr and the exit status for an error: 2 for an invalid file, 3 for what cannot
+ * be done here, 1 otherwise. Messages quote strings from the file (keys, tensor names): control
+ * characters are escaped, so a file cannot drive the terminal.
+ */
 function report(error: unknown): void {
   if (error instanceof GgufError) {
-    process.stderr.write(`gguf-mmap: ${error.code}: ${error.message}\n`);
-    process.exitCode = 2;
+    process.stderr.write(`gguf-mmap: ${error.code}: ${printable(error.message)}\n`);
+    process.exitCode = NOT_POSSIBLE_HERE.has(error.code) ? 3 : 2;
   } else if (error instanceof UsageError) {
-    process.stderr.write(`gguf-mmap: ${error.message}\n${USAGE}\n`);
+    process.stderr.write(`gguf-mmap: ${printable(error.message)}\n${USAGE}\n`);
     process.exitCode = 1;
   } else {
-    process.stderr.write(`gguf-mmap: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`gguf-mmap: ${printable(error instanceof Error ? error.message : String(error))}\n`);
     process.exitCode = 1;
   }
 }

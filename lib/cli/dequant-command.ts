@@ -1,4 +1,4 @@
-import { closeSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { DequantBackend } from '../dequant/dequantize.js';
 import type { GgufFile } from '../file/gguf-file.js';
@@ -17,12 +17,15 @@ export interface DequantRequest {
 
 export class DequantUsageError extends Error {}
 
-/** Refuses an output path that names the input file itself (directly or through a link). */
-export function checkOutputIsNotInput(inputPath: string, outPath: string): void {
-  const input = statSync(inputPath);
+/** Refuses an output path that names one of the files read (directly or through a link): a split model's every part. */
+export function checkOutputIsNotInput(inputPaths: readonly string[], outPath: string): void {
   const out = statSync(outPath, { throwIfNoEntry: false });
-  if (out !== undefined && out.dev === input.dev && out.ino === input.ino) {
-    throw new Error(`--out ${outPath} is the input file itself; writing it would destroy the model`);
+  if (out === undefined) return;
+  for (const inputPath of inputPaths) {
+    const input = statSync(inputPath);
+    if (out.dev === input.dev && out.ino === input.ino) {
+      throw new Error(`--out ${outPath} is ${inputPath}, a file being read; writing it would destroy the model`);
+    }
   }
 }
 
@@ -33,6 +36,15 @@ export function parseRows(text: string): { first: number; end?: number } {
   const first = Number(m[1]);
   if (m[2] === undefined) return { first, end: first + 1 };
   return m[2] === '' ? { first } : { first, end: Number(m[2]) };
+}
+
+/** Renames the finished temporary output over `outPath`, or removes it: it never stays behind. */
+function finishOutput(temp: string, outPath: string, finished: boolean): void {
+  try {
+    if (finished) renameSync(temp, outPath);
+  } finally {
+    rmSync(temp, { force: true });
+  }
 }
 
 // Work goes in slices of about this many elements: bounded memory, and a progress bar that moves.
@@ -108,10 +120,7 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
     finished = true;
   } finally {
     if (fd !== undefined) closeSync(fd);
-    if (temp !== undefined) {
-      if (finished) renameSync(temp, request.outPath!);
-      else unlinkSync(temp);
-    }
+    if (temp !== undefined) finishOutput(temp, request.outPath!, finished);
     if (progress !== undefined) progress.write('\r\x1b[K');
   }
   const head = `${tensor.name}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;

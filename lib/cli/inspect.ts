@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { GgufFile } from '../file/gguf-file.js';
 import type { GgufValue } from '../file/metadata.js';
 
@@ -23,7 +22,7 @@ const JSON_CHUNK = 65536;
  * The whole file as JSON, written in pieces to `write`: every key in file order (a plain object
  * would drop `__proto__` and move integer-like keys first), -0 kept, arrays of any length
  * streamed. 64-bit integers are decimal strings, non-finite floats their names; `sha256` hashes
- * each tensor's zero-copy bytes.
+ * each tensor's bytes (in slices: any size).
  */
 export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, options: { sha256?: boolean } = {}): void {
   write(`{"version":${g.version},"endian":"${g.endian}","alignment":${g.alignment},"dataOffset":${g.dataOffset},"fileSize":${g.fileSize},"metadata":{`);
@@ -61,7 +60,7 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
   write(',"tensors":[');
   g.tensors.forEach((t, i) => {
     const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes, ...(split ? { part: t.part } : {}) };
-    const hash = options.sha256 ? { sha256: createHash('sha256').update(t.bytes).digest('hex') } : {};
+    const hash = options.sha256 ? { sha256: t.sha256() } : {};
     write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
   });
   write(']}\n');
@@ -77,13 +76,24 @@ function writeSummaryJson(g: GgufFile, write: (chunk: string) => void): void {
   const field = (v: string | number | undefined) => (v === undefined ? 'null' : JSON.stringify(v));
   write(`,"summary":{"architecture":${field(s.architecture)},"name":${field(s.name)},"fileType":${field(s.fileType)}`);
   write(`,"parameters":${s.parameters},"bytes":${s.bytes},"bitsPerWeight":${s.bitsPerWeight},"byType":${JSON.stringify(s.byType)},"hyperparameters":{`);
-  Object.keys(s.hyperparameters).forEach((name, i) => {
+  hyperparameterNames(g).forEach((name, i) => {
     const key = `${s.architecture}.${name}`;
     const info = g.metadata.info(key)!;
     const value = info.arrayType === undefined ? jsonScalar(g.metadata.get(key)!, info.type) : `[${Array.from(g.metadata.array(key)!.values(), (v) => jsonScalar(v, info.arrayType)).join(',')}]`;
     write(`${i === 0 ? '' : ','}${JSON.stringify(name)}:${value}`);
   });
   write(`},"vocabularySize":${field(s.vocabularySize)},"parts":${s.parts},"fileBytes":${s.fileBytes}}`);
+}
+
+/** summary()'s hyperparameter names in file order (an object lists integer-like names first). */
+function hyperparameterNames(g: GgufFile): string[] {
+  const { architecture, hyperparameters } = g.summary();
+  const prefix = `${architecture}.`;
+  const names: string[] = [];
+  for (const key of g.metadata.keys()) {
+    if (key.startsWith(prefix) && Object.hasOwn(hyperparameters, key.slice(prefix.length))) names.push(key.slice(prefix.length));
+  }
+  return names;
 }
 
 /**
@@ -95,6 +105,9 @@ export function printable(text: string): string {
 }
 
 const SHOWN_ELEMENTS = 6;
+// Keys and names are padded to the longest of them up to this width; a longer one overflows its
+// column (a file with one long key must not pad every line to its length).
+const MAX_COLUMN = 64;
 
 /** A human-readable summary: header, metadata with long arrays shortened, tensor table, totals. */
 export function inspectText(g: GgufFile, path: string): string {
@@ -111,7 +124,7 @@ export function inspectText(g: GgufFile, path: string): string {
     const name = summary.name === undefined ? '' : ` '${printable(summary.name)}'`;
     lines.push(`model      ${printable(summary.architecture)}${name}, ${formatCount(summary.parameters)} parameters, ${summary.bitsPerWeight.toFixed(2)} bits per weight`);
     // As the metadata section shows them (a FLOAT32 as its shortest decimal).
-    const hyper = Object.keys(summary.hyperparameters).map((k) => {
+    const hyper = hyperparameterNames(g).map((k) => {
       const key = `${summary.architecture}.${k}`;
       const info = g.metadata.info(key)!;
       const shown = info.arrayType === undefined ? formatScalar(g.metadata.get(key)!, info.type) : formatArray(g.metadata.array(key)!, info.arrayType, info.length!);
@@ -121,7 +134,7 @@ export function inspectText(g: GgufFile, path: string): string {
   }
   lines.push('');
   lines.push(`metadata (${g.metadata.size})`);
-  const keyWidth = widest(g.metadata.keys(), (k) => printable(k).length, 0);
+  const keyWidth = Math.min(MAX_COLUMN, widest(g.metadata.keys(), (k) => printable(k).length, 0));
   for (const key of g.metadata.keys()) {
     const info = g.metadata.info(key)!;
     const shown =
@@ -139,7 +152,7 @@ export function inspectText(g: GgufFile, path: string): string {
   }
   lines.push(`tensors (${g.tensors.length})`);
   if (g.tensors.length > 0) {
-    const nameWidth = widest(g.tensors, (t) => printable(t.name).length, 4);
+    const nameWidth = Math.min(MAX_COLUMN, widest(g.tensors, (t) => printable(t.name).length, 4));
     lines.push(`  ${'name'.padEnd(nameWidth)}  ${'type'.padEnd(8)} ${'shape'.padEnd(20)} ${'size'.padStart(10)}  offset`);
     for (const t of g.tensors) {
       lines.push(`  ${printable(t.name).padEnd(nameWidth)}  ${t.type.padEnd(8)} ${`[${t.shape.join(', ')}]`.padEnd(20)} ${formatBytes(t.nbytes).padStart(10)}  ${t.offset}`);

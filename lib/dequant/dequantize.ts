@@ -380,7 +380,8 @@ async function runJob(job: NativeDequantJob, r: JobRun): Promise<Float32Array> {
 /**
  * Rows `ids` (checked by the caller) of a tensor whose bytes are `tensorBytes`, off the event
  * loop: native kernels on libuv's pool (split into `threads` parts for large batches), else the
- * WebAssembly or TypeScript kernels a slice of rows at a time between turns of the event loop.
+ * WebAssembly or TypeScript kernels a slice of rows at a time between turns of the event loop
+ * (into memory of their own, then `out`: see handOver).
  */
 export async function gatherRowsAsyncAt(
   type: GgmlType,
@@ -405,20 +406,31 @@ export async function gatherRowsAsyncAt(
     const job = new (addon().DequantJob)(type.id, tensorBytes, tensorBytes.byteLength / type.typeSize, rowBytes, ids);
     return runJob(job, { units: ids.length, unitElements: rowLength, parts, report: options.onProgress, check: p.check, out, at });
   }
-  const target = out ?? new Float32Array(nelements);
+  const target = new Float32Array(nelements);
   const kernel = p.kernel;
   const perSlice = Math.max(1, Math.floor(JS_SLICE_BYTES / rowBytes));
   for (let i = 0; i < ids.length; i++) {
     if (i > 0 && i % perSlice === 0) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       p.check();
-      if (target.length < nelements) throw outputGone(target, nelements, at.fileOffset);
     }
     const start = ids[i]! * rowBytes;
     kernel(tensorBytes.subarray(start, start + rowBytes), rowBytes / type.typeSize, target, i * rowLength, p.littleEndian);
     if ((i + 1) % perSlice === 0 || i + 1 === ids.length) options.onProgress?.((i + 1) * rowLength, nelements);
   }
-  return target;
+  return handOver(target, out, at);
+}
+
+/**
+ * The values of work done in slices, into `out` at the end (as the native jobs do): a slice that
+ * fails (a throwing onProgress, CLOSED, FILE_CHANGED) leaves `out` untouched, and an `out`
+ * transferred meanwhile is never written.
+ */
+function handOver(values: Float32Array, out: Float32Array | undefined, at: Placement): Float32Array {
+  if (out === undefined) return values;
+  if (out.length < values.length) throw outputGone(out, values.length, at.fileOffset);
+  out.set(values);
+  return out;
 }
 
 async function scriptAsync(
@@ -429,18 +441,17 @@ async function scriptAsync(
   at: Placement,
 ): Promise<Float32Array> {
   const { typeSize, blockSize } = p.type;
-  const target = out ?? new Float32Array(p.nelements);
+  const target = new Float32Array(p.nelements);
   const kernel = p.kernel;
   const slice = Math.max(1, Math.floor(JS_SLICE_BYTES / typeSize));
   for (let first = 0; first < p.nblocks; first += slice) {
     if (first > 0) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       p.check();
-      if (target.length < p.nelements) throw outputGone(target, p.nelements, at.fileOffset);
     }
     const count = Math.min(slice, p.nblocks - first);
     kernel(bytes.subarray(first * typeSize, (first + count) * typeSize), count, target, first * blockSize, p.littleEndian);
     report?.((first + count) * blockSize, p.nelements);
   }
-  return target;
+  return handOver(target, out, at);
 }

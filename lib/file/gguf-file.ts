@@ -1,5 +1,3 @@
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { GgufMetadata } from './metadata.js';
 import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
 import { GgufError } from '../errors.js';
@@ -9,8 +7,9 @@ import { addonUnavailableReason, canMap, type PageAdvice } from '../native.js';
 import { PageCache, type PrefetchOptions, type TensorSelection } from './page-cache.js';
 import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
+import { toFilePath } from './path.js';
 import { GgufTensor } from './tensor.js';
-import { checkSplitSet, splitSetOf } from './split.js';
+import { checkNotAPart, checkSplitSet, splitSetOf } from './split.js';
 import { verifySource, type VerifyOptions } from './verify.js';
 
 /**
@@ -78,12 +77,17 @@ export class GgufFile implements Disposable {
   private readonly made: Array<GgufTensor | undefined> = [];
   private all: readonly GgufTensor[] | undefined;
 
-  constructor(sources: ByteSource | ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}) {
+  /**
+   * `whole`: how a single file was asked for when it must be a whole model (openGguf without
+   * `{ split: false }`): by its name, or as a list of one part.
+   */
+  constructor(sources: ByteSource | ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}, whole?: 'named' | 'listed') {
     const list = 'head' in sources ? [{ source: sources as ByteSource }] : (sources as ReadonlyArray<{ source: ByteSource; path?: string }>);
     // Parts after the first of a split model hold their split keys and tensor infos only: a small
     // first window (grown if needed) spares V8 megabytes of new ArrayBuffers per part.
     const headers = list.map(({ source }, i) => readHeader(source, limits, i === 0 ? undefined : PART_HEAD_BYTES));
     if (list.length > 1) checkSplitSet(headers.map((h) => h.layout), list.map((p) => p.path ?? '(memory)'));
+    else if (whole !== undefined) checkNotAPart(headers[0]!.layout, list[0]!.path ?? '(memory)', whole === 'listed');
     let first = 0;
     this.fileParts = list.map(({ source, path }, i) => {
       const part = { path, source, layout: headers[i]!.layout, first };
@@ -269,19 +273,6 @@ export function parseGguf(bytes: ArrayBuffer | ArrayBufferView, options: Pick<Op
   return new GgufFile(new MemorySource(bytes), options.limits);
 }
 
-/** A path as fs takes it (string, Buffer, file: URL), made absolute; NUL bytes are refused as fs refuses them. */
-function toFilePath(path: string | URL | Buffer): string {
-  let text: string;
-  if (typeof path === 'string') text = path;
-  else if (path instanceof URL) text = fileURLToPath(path);
-  else if (Buffer.isBuffer(path)) text = new TextDecoder('utf-8', { fatal: true }).decode(path);
-  else throw new TypeError(`openGguf: path must be a string, Buffer or file: URL, not ${path === null ? 'null' : typeof path}`);
-  if (text.includes('\0')) {
-    throw Object.assign(new TypeError(`openGguf: path must not contain NUL bytes: ${JSON.stringify(text)}`), { code: 'ERR_INVALID_ARG_VALUE' });
-  }
-  return resolve(text);
-}
-
 const MODES = ['mmap', 'read', 'auto'] as const;
 
 function chooseMode(asked: OpenOptions['mode']): OpenMode {
@@ -303,13 +294,14 @@ function chooseMode(asked: OpenOptions['mode']): OpenMode {
  * every view of it are garbage.
  */
 export function openGguf(path: string | URL | Buffer | ReadonlyArray<string | URL | Buffer>, options: OpenOptions = {}): GgufFile {
-  const paths = Array.isArray(path) ? path.map(toFilePath) : options.split === false ? [toFilePath(path as string)] : splitSetOf(toFilePath(path as string));
+  const paths = Array.isArray(path) ? path.map((p) => toFilePath(p, 'openGguf')) : options.split === false ? [toFilePath(path as string, 'openGguf')] : splitSetOf(toFilePath(path as string, 'openGguf'));
   if (paths.length === 0) throw new TypeError('openGguf: an empty list of parts');
   const mode = chooseMode(options.mode);
   const opened: Array<{ source: ByteSource; path: string }> = [];
   try {
     for (const p of paths) opened.push({ source: mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes) : new ReadSource(p), path: p });
-    return new GgufFile(opened.length === 1 ? opened[0]!.source : opened, options.limits);
+    const whole = options.split === false ? undefined : Array.isArray(path) ? 'listed' : 'named';
+    return new GgufFile(opened, options.limits, whole);
   } catch (error) {
     for (const { source } of opened) source.close();
     throw error;

@@ -73,7 +73,14 @@ export class PageCache {
       for (let at = 0; at < r.length; at += PREFETCH_SLICE) {
         options.signal?.throwIfAborted();
         const length = Math.min(PREFETCH_SLICE, r.length - at);
-        await mapped(r.source).prefetch(r.offset + at, length);
+        try {
+          await mapped(r.source).prefetch(r.offset + at, length);
+        } catch (error) {
+          r.source.check(r.offset + at); // FILE_CHANGED when the pages were past the file's end
+          throw error;
+        }
+        // Closed meanwhile (the slice in flight ran to its end): CLOSED, not warmed.
+        r.source.check(r.offset + at);
         done += length;
         options.onProgress?.(done, total);
       }
@@ -87,6 +94,8 @@ export class PageCache {
     return tensors.map((t) => {
       const tensor = typeof t === 'string' ? this.tensorNamed(t) : t;
       if (tensor === undefined) throw new TypeError(`no tensor named '${String(t)}'`);
+      // A tensor of another file would name bytes of this one at its offset.
+      if (typeof t !== 'string' && this.tensorNamed(tensor.name) !== tensor) throw new TypeError(`tensor '${tensor.name}' is not a tensor of this file`);
       return { source: this.sources[tensor.part]!, offset: tensor.fileOffset, length: tensor.nbytes };
     });
   }

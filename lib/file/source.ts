@@ -188,7 +188,12 @@ export class MappedSource implements ByteSource {
       const buffer = this.window('grid', start, Math.min(this.windowSize, this.size - start));
       return { buffer, byteOffset: offset - start };
     }
-    return { buffer: this.window(`own:${length}`, offset, length), byteOffset: 0 };
+    // Not kept: a range of its own is asked for once (a tensor keeps its bytes) or is a lookup's,
+    // and keeping every one until close() grew external memory without bound.
+    this.check(offset);
+    const buffer = this.mapping.window(offset, length);
+    Object.defineProperty(buffer, SOURCE, { value: this });
+    return { buffer, byteOffset: 0 };
   }
 
   /** The mapping itself, for page-cache calls and row lookups; CLOSED or FILE_CHANGED first. */
@@ -203,7 +208,7 @@ export class MappedSource implements ByteSource {
     this.windows.clear();
   }
 
-  /** The window `kind` at `start`; an own window's kind includes its length. */
+  /** The shared window `kind` ('head', 'grid') at `start`, kept until close(). */
   private window(kind: string, start: number, length: number): ArrayBuffer {
     this.check(start);
     const key = `${kind}@${start}`;

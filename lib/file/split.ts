@@ -59,3 +59,22 @@ export function checkSplitSet(layouts: readonly GgufLayout[], paths: readonly st
     }
   });
 }
+
+/**
+ * A file opened alone that says it is one part of a split model (split.count over 1) is refused,
+ * as llama.cpp refuses it: it would open as half a model. SPLIT_PART_MISSING when it was named
+ * alone (the other parts are not beside it under the convention's names), SPLIT_MISMATCH when it
+ * was given as a list of one part.
+ */
+export function checkNotAPart(layout: GgufLayout, path: string, listed: boolean): void {
+  const count = kvOf(layout, 'split.count');
+  if (count === undefined || typeof count.value !== 'number' || count.value <= 1) return;
+  if (listed) checkSplitSet([layout], [path]);
+  const no = kvOf(layout, 'split.no')?.value;
+  const which = typeof no === 'number' ? `part ${no + 1} of ${count.value}` : `one of ${count.value} parts`;
+  throw new GgufError(
+    'SPLIT_PART_MISSING',
+    `'${path}' is ${which} of a split model, and the other parts are not beside it as ${splitPartName(basename(path).replace(/\.gguf$/, ''), 1, count.value)} etc.: open every part (a list), or this one alone with { split: false }`,
+    count.offset,
+  );
+}

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { blockAt, type GgufBlock, type Q4KBlock, type Q6KBlock } from '../format/blocks.js';
 import type { GgmlType, GgmlTypeName } from '../format/ggml-types.js';
 import { canView, elementsAt } from '../format/elements.js';
@@ -43,6 +44,9 @@ const ELEMENT_VIEWS: Readonly<Record<string, ViewConstructor>> = {
   I32: Int32Array,
   I64: BigInt64Array,
 };
+
+/** The largest row id gatherRows takes (ids are held as uint32). */
+const MAX_ROW_ID = 0xffffffff;
 
 export class GgufTensor {
   readonly name: string;
@@ -153,6 +157,23 @@ export class GgufTensor {
     return this.view();
   }
 
+  /**
+   * The sha256 of the tensor's bytes (hex), read in slices along the file's windows: any size,
+   * also past what one ArrayBuffer holds (where `bytes` is TENSOR_TOO_LARGE). Pages lost while
+   * hashing are FILE_CHANGED, not a digest of zeros.
+   */
+  sha256(): string {
+    const hash = createHash('sha256');
+    const slice = this.source.sliceLength;
+    for (let at = 0; at < this.nbytes; ) {
+      const length = Math.min(this.nbytes - at, slice - ((this.fileOffset + at) % slice));
+      hash.update(this.rangeBytes(at, length));
+      at += length;
+    }
+    this.source.check(this.fileOffset);
+    return hash.digest('hex');
+  }
+
   /** Number of quantization blocks (elements for plain types). */
   get nblocks(): number {
     return this.nelements / this.ggmlType.blockSize;
@@ -223,6 +244,12 @@ export class GgufTensor {
     try {
       const list = this.rowIds(ids);
       this.source.check(this.fileOffset);
+      const rowBytes = this.rowBytes();
+      // Read mode: the rows themselves, read into one buffer (not the span between them).
+      if (!this.source.zeroCopy) {
+        const { bytes, ids: local } = this.readRowsOf(list, rowBytes);
+        return gatherRowsAsyncAt(this.ggmlType, bytes, rowBytes, local, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
+      }
       // The job reads the rows' span only (rows lo..hi), with ids counted from lo.
       let lo = list.length === 0 ? 0 : Infinity;
       let hi = 0;
@@ -230,13 +257,41 @@ export class GgufTensor {
         lo = Math.min(lo, list[i]!);
         hi = Math.max(hi, list[i]!);
       }
-      const rowBytes = this.rowBytes();
       const rebased = lo === 0 ? list : list.map((id) => id - lo);
       const span = this.rangeBytes(lo * rowBytes, list.length === 0 ? 0 : (hi - lo + 1) * rowBytes);
       return gatherRowsAsyncAt(this.ggmlType, span, rowBytes, rebased, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, lo * rowBytes));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * The distinct rows of `ids` read one after another into one buffer (a run of consecutive rows
+   * in one read), and each id's position in it.
+   */
+  private readRowsOf(ids: Uint32Array, rowBytes: number): { bytes: Uint8Array; ids: Uint32Array } {
+    const sorted = ids.slice().sort();
+    let distinct = 0;
+    for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[distinct++] = sorted[i]!;
+    const rows = sorted.subarray(0, distinct);
+    const bytes = new Uint8Array(distinct * rowBytes);
+    for (let start = 0; start < distinct; ) {
+      let end = start + 1;
+      while (end < distinct && rows[end] === rows[end - 1]! + 1) end++;
+      bytes.set(this.rangeBytes(rows[start]! * rowBytes, (end - start) * rowBytes), start * rowBytes);
+      start = end;
+    }
+    const local = ids.map((id) => {
+      let lo = 0;
+      let hi = distinct - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (rows[mid]! < id) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    });
+    return { bytes, ids: local };
   }
 
   /**
@@ -250,6 +305,10 @@ export class GgufTensor {
       const id = ids[i]!;
       if (!(Number.isInteger(id) && id >= 0 && id < rows)) {
         throw new GgufError('ROW_OUT_OF_RANGE', `ids[${i}] is ${String(id)}, not a row of tensor '${this.name}' with ${rows} rows`, this.fileOffset);
+      }
+      // Ids are 32-bit from here on (the kernels' index type): a larger one must not wrap around.
+      if (id > MAX_ROW_ID) {
+        throw new GgufError('ROW_OUT_OF_RANGE', `ids[${i}] is ${id}: row lookups by id reach rows up to ${MAX_ROW_ID} (dequantizeRows reads any row)`, this.fileOffset);
       }
       list[i] = id;
     }

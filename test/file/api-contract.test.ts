@@ -82,18 +82,31 @@ describe('windows, verify and paths', () => {
     expect([fromUrl.tensor('t')!.view()[3], fromBuffer.tensor('t')!.view()[0]]).toEqual([4, 1]);
   });
 
-  it('GGUF_MMAP_ADDON must be an absolute path to a .node file (child processes)', () => {
+  it('GGUF_MMAP_ADDON loads exactly a regular .node file; any other value runs nothing and leaves read mode working (child processes)', () => {
+    const file = join(dir, 'ok.gguf');
+    writeGgufFile(file, { tensors: [{ name: 't', type: 'F32', shape: [2], data: f32Bytes([1, 2]) }] });
     const script = (value: string) => `
       process.env.GGUF_MMAP_ADDON = ${JSON.stringify(value)};
-      const { liveMappings } = await import(${JSON.stringify(DIST_INDEX)});
-      try { liveMappings(); console.log(JSON.stringify('loaded')); } catch (e) { console.log(JSON.stringify(e.message.includes('GGUF_MMAP_ADDON') ? 'refused' : e.code)); }
+      const { liveMappings, openGguf } = await import(${JSON.stringify(DIST_INDEX)});
+      const read = openGguf(${JSON.stringify(file)}, { mode: 'read' }).tensor('t').f32()[1];
+      let mmap;
+      try { openGguf(${JSON.stringify(file)}, { mode: 'mmap' }); mmap = 'mapped'; } catch (e) { mmap = e.code + (e.message.includes('GGUF_MMAP_ADDON') ? ' naming GGUF_MMAP_ADDON' : ''); }
+      console.log(JSON.stringify({ live: liveMappings(), read, mmap }));
     `;
     const evil = join(dir, 'evil.js');
     writeFileSync(evil, "console.log('ran'); module.exports = {};");
-    for (const value of [evil, 'build/Release/gguf_mmap.node']) {
+    // A directory named X.node with an index.js, and a missing X.node with X.node.js beside it:
+    // require() would run either as JavaScript.
+    const asDirectory = join(dir, 'dir.node');
+    mkdirSync(asDirectory);
+    writeFileSync(join(asDirectory, 'index.js'), "console.log('ran'); module.exports = {};");
+    writeFileSync(join(asDirectory, 'package.json'), '{"main":"index.js"}');
+    const missing = join(dir, 'missing.node');
+    writeFileSync(`${missing}.js`, "console.log('ran'); module.exports = {};");
+    for (const value of [evil, 'build/Release/gguf_mmap.node', asDirectory, missing]) {
       const r = runChild(script(value));
-      expect(r.stdout).not.toContain('ran');
-      expect(r.result).toBe('refused');
+      expect(r.stdout, value).not.toContain('ran');
+      expect(r.result, `${value}: ${r.stderr}`).toEqual({ live: 0, read: 2, mmap: 'ADDON_UNAVAILABLE naming GGUF_MMAP_ADDON' });
     }
   });
 });
