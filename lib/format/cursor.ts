@@ -1,4 +1,7 @@
+import { constants as bufferConstants } from 'node:buffer';
 import { GgufError, type GgufErrorCode } from '../errors.js';
+
+const MAX_STRING_LENGTH = bufferConstants.MAX_STRING_LENGTH;
 
 /** Keys and strings longer than this are rejected before anything looks at their bytes. */
 export const MAX_STRING_BYTES = 1 << 30;
@@ -149,10 +152,15 @@ export function decodeUtf8(view: DataView, at: number, length: number, strict = 
     }
     if (i === length) return ascii;
   }
-  if (!strict) return utf8.decode(bytes);
   try {
-    return utf8Strict.decode(bytes);
-  } catch {
-    throw new GgufError('BAD_UTF8', `${what} is not valid UTF-8`, at);
+    return (strict ? utf8Strict : utf8).decode(bytes);
+  } catch (error) {
+    // Each byte decodes to at most one UTF-16 unit: only a string longer than the runtime's
+    // longest (2^29 - 24 units in V8) can fail to be made.
+    if (length > MAX_STRING_LENGTH) {
+      throw new GgufError('STRING_TOO_LONG', `${what} of ${length} bytes is longer than a JavaScript string can be here (${MAX_STRING_LENGTH} characters)`, at);
+    }
+    if (strict) throw new GgufError('BAD_UTF8', `${what} is not valid UTF-8`, at);
+    throw error;
   }
 }

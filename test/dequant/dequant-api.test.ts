@@ -306,3 +306,22 @@ describe('tensor dequantization', () => {
     expect(liveMappings()).toBe(before);
   });
 });
+
+describe('WebAssembly and TypeScript async work and out', () => {
+  it('a throwing onProgress rejects and leaves out untouched (several slices), as on the native path', async () => {
+    const t = ggmlTypeByName('Q8_0')!;
+    const nblocks = 400_000; // 13.6 MB: several 4 MB slices
+    const blocks = new Uint8Array(nblocks * t.typeSize).map((_, i) => (i % 34 === 1 ? 0x3c : i & 0x7f));
+    for (const backend of ['js', 'wasm'] as const) {
+      const out = new Float32Array(nblocks * 32).fill(7);
+      let calls = 0;
+      const failing = dequantizeAsync('Q8_0', blocks, out, { backend, onProgress: () => { calls++; throw new Error('stop'); } });
+      await expect(failing).rejects.toThrow('stop');
+      expect(calls).toBe(1);
+      expect(out.every((v) => v === 7), backend).toBe(true);
+      // And when nothing fails, out gets the values.
+      expect(await dequantizeAsync('Q8_0', blocks, out, { backend })).toBe(out);
+      expect(out[33]).toBe(dequantize('Q8_0', blocks.subarray(34, 68), undefined, { backend: 'js' })[1]);
+    }
+  });
+});

@@ -1,5 +1,6 @@
 // Row lookups: gatherRows / gatherRowsAsync / dequantizeRows against the TypeScript kernels (which
 // match ggml bit for bit, dequant-reference.test.ts), and dequantize() without `out`.
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dequantize, GgufError, ggmlTypeByName, nativeDequantInfo, openGguf, writeGgufFile, type GgufTensor } from '../../lib/index.js';
@@ -203,5 +204,56 @@ describe('dequantize() without out', () => {
     );
     expect(r.stderr).toBe('');
     expect(r.result).toEqual([true, true, true, true, true]);
+  });
+});
+
+describe('row lookups cost the rows, not what lies between them', () => {
+  const rows = 262_144; // 256 MiB of F32 (a hole: nothing written), rows of 1 KiB
+  const path = join(dir, 'wide.gguf');
+  writeGgufFile(path, { tensors: [{ name: 'embd', type: 'F32', shape: [256, rows] }] });
+
+  it.skipIf(READ_MODE)(mmapOnly('200 lookups far apart leave no window behind once garbage (child process, --expose-gc)'), () => {
+    const r = runChild(
+      `
+      import { openGguf } from ${JSON.stringify(DIST_INDEX)};
+      const g = openGguf(${JSON.stringify(path)});
+      const t = g.tensor('embd');
+      for (let i = 0; i < 200; i++) {
+        await t.gatherRowsAsync([i * 97, ${rows} - 1 - i * 89]);
+        t.dequantizeRows(((i % 7) + 1) * 32768 - 1, 2); // across a 32 MiB window's end
+        t.dequantizeRows((i * 1021) % ${rows - 2}, 2);
+      }
+      globalThis.gc();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      globalThis.gc();
+      console.log(JSON.stringify({ external: process.memoryUsage().external }));
+    `,
+      ['--expose-gc'],
+    );
+    expect(r.stderr).toBe('');
+    // Before: every window stayed until close(), 16.7 GiB of them here.
+    expect((r.result as { external: number }).external).toBeLessThan(512 << 20);
+  });
+
+  it.skipIf(!existsSync('/proc/self/io'))('read mode: gatherRowsAsync of two rows far apart reads about two rows, not the span (bytes read, /proc/self/io)', async () => {
+    using g = openGguf(path, { mode: 'read' });
+    const t = g.tensor('embd')!;
+    const readBytes = () => Number(/rchar: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+    const before = readBytes();
+    const out = await t.gatherRowsAsync([rows - 1, 0, rows - 1]);
+    const read = readBytes() - before;
+    expect(out).toHaveLength(3 * 256);
+    expect(read).toBeLessThan(64 << 10); // the span would be 256 MiB
+  });
+
+  it('ids of 2^32 and more are ROW_OUT_OF_RANGE, not row id - 2^32 (a tensor of more rows than that, sparse)', async () => {
+    const huge = join(dir, 'many-rows.gguf');
+    writeGgufFile(huge, { tensors: [{ name: 'ids', type: 'I8', shape: [1, 2 ** 32 + 8] }] });
+    using g = openGguf(huge);
+    const t = g.tensor('ids')!;
+    expect(t.rows).toBe(2 ** 32 + 8);
+    expect(() => t.gatherRows([2 ** 32 + 1])).toThrow(expect.objectContaining({ code: 'ROW_OUT_OF_RANGE' }));
+    await expect(t.gatherRowsAsync([5, 2 ** 32])).rejects.toMatchObject({ code: 'ROW_OUT_OF_RANGE' });
+    expect(Array.from(t.gatherRows([2 ** 32 - 1]))).toEqual([0]);
   });
 });

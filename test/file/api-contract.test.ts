@@ -301,3 +301,18 @@ describe('typed accessors', () => {
     expect(codeOf(() => g.tensor('q')!.blockQ6K(0))).toBe('UNSUPPORTED_BLOCK_TYPE');
   });
 });
+
+describe('tensor.sha256()', () => {
+  it('hashes in slices: a tensor larger than one window hashes as its bytes do (where bytes is TENSOR_TOO_LARGE)', async () => {
+    const { createHash } = await import('node:crypto');
+    const data = new Uint8Array(1 << 20).map((_, i) => (i * 2654435761) >>> 24);
+    const path = join(dir, 'hash.gguf');
+    writeGgufFile(path, { tensors: [{ name: 'small', type: 'I8', shape: [3], data: Uint8Array.of(1, 2, 3) }, { name: 'big', type: 'I8', shape: [data.length], data }] });
+    const want = createHash('sha256').update(data).digest('hex');
+    using g = openGguf(path, READ_MODE ? {} : { maxWindowBytes: 65536 });
+    if (!READ_MODE) expect(() => g.tensor('big')!.bytes).toThrow(expect.objectContaining({ code: 'TENSOR_TOO_LARGE' }));
+    expect(g.tensor('big')!.sha256()).toBe(want);
+    expect(g.tensor('small')!.sha256()).toBe(createHash('sha256').update(Uint8Array.of(1, 2, 3)).digest('hex'));
+    expect(parseGguf(encodeGguf({ tensors: [{ name: 'big', type: 'I8', shape: [data.length], data }] })).tensor('big')!.sha256()).toBe(want);
+  });
+});

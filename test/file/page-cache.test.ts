@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeGguf, evictFromPageCache, GgufError, openGguf, parseGguf, writeGgufFile } from '../../lib/index.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { tempDir } from '../helpers/tmp.js';
+import { DIST_INDEX, runChild } from '../helpers/child.js';
 
 const dir = tempDir();
 const MiB = 1 << 20;
@@ -77,5 +78,50 @@ describe('page cache without a mapping', () => {
       expect(() => g.residency()).toThrow(GgufError);
       expect(() => g.lock()).toThrow(expect.objectContaining({ code: 'NOT_MAPPED' }));
     }
+  });
+});
+
+describe.skipIf(READ_MODE)(mmapOnly('page cache: truncation, close, foreign tensors, eviction paths'), () => {
+  it('prefetch() of a file truncated while mapped rejects with FILE_CHANGED (not a bare EFAULT), and later access says so too', async () => {
+    const path = model('shrinks.gguf', 8);
+    using g = openGguf(path);
+    const { truncateSync } = await import('node:fs');
+    truncateSync(path, 4096);
+    const error = await g.prefetch().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GgufError);
+    expect((error as GgufError).code).toBe('FILE_CHANGED');
+    expect(() => g.tensor('small')!.bytes).toThrow(expect.objectContaining({ code: 'FILE_CHANGED' }));
+  });
+
+  it('close() during the only slice of a small file rejects with CLOSED, not as warmed', async () => {
+    const path = model('closes.gguf', 4);
+    const g = openGguf(path);
+    const pending = g.prefetch();
+    g.close();
+    await expect(pending).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
+  it("a tensor of another file is a TypeError, not this file's bytes at its offset", () => {
+    using a = openGguf(model('a.gguf', 1));
+    using b = openGguf(model('b.gguf', 1));
+    for (const call of [() => a.residency([b.tensor('small')!]), () => a.advise('random', [b.tensor('small')!]), () => a.lock([b.tensor('small')!])]) {
+      expect(call).toThrow(TypeError);
+    }
+    expect(a.residency([a.tensor('small')!]).total).toBe(4096);
+  });
+
+  it('evictFromPageCache: a FIFO is ENODEV at once (no wait for a writer; child process), a NUL byte is a TypeError, not another file', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const r = runChild(`
+      import { evictFromPageCache } from ${JSON.stringify(DIST_INDEX)};
+      try { evictFromPageCache(${JSON.stringify(fifo)}); console.log(JSON.stringify('evicted')); } catch (e) { console.log(JSON.stringify(e.code)); }
+    `);
+    expect(r.result).toBe('ENODEV');
+    const real = model('real.gguf', 1);
+    expect(() => evictFromPageCache(`${real}\0ignored`)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_VALUE' }));
+    expect(() => evictFromPageCache(dir)).toThrow(expect.objectContaining({ code: 'EISDIR' }));
+    evictFromPageCache(real);
   });
 });

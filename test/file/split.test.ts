@@ -128,3 +128,21 @@ describe('split sets written by the writer', () => {
     for (const p of paths) rmSync(p);
   });
 });
+
+describe('a part of a split model opened alone', () => {
+  const dir = tempDir();
+  const spec: GgufWriteSpec = { tensors: [0, 1, 2, 3].map((i) => ({ name: `t${i}`, type: 'F32', shape: [2], data: new Uint8Array(8).fill(i) })) };
+
+  it('as a list of one part is SPLIT_MISMATCH; renamed (no part name) it is SPLIT_PART_MISSING; { split: false } opens it', () => {
+    const [part1] = writeGgufSplit(join(dir, 'alone'), spec, { maxTensors: 2 });
+    expect(() => openGguf([part1!])).toThrow(expect.objectContaining({ code: 'SPLIT_MISMATCH' }));
+    const renamed = join(dir, 'model.gguf');
+    copyFileSync(part1!, renamed);
+    expect(() => openGguf(renamed)).toThrow(expect.objectContaining({ code: 'SPLIT_PART_MISSING', message: expect.stringContaining('part 1 of 2') }));
+    using alone = openGguf(renamed, { split: false });
+    expect(alone.tensorCount).toBe(2);
+    // A file not split, and a set of one part, open as before.
+    using one = openGguf(writeGgufSplit(join(dir, 'single'), spec, {})[0]!);
+    expect(one.tensorCount).toBe(4);
+  });
+});

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, GGUF_ERROR_CODES, GgufError, openGguf, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
+import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 
 /** The GgufError a buffer gives, as {code, offset}; fails the test on success or another error. */
 function failure(bytes: Uint8Array): { code: string; offset: number } {
@@ -186,5 +187,36 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
       expect(() => openGguf(path), path).toThrow(expect.objectContaining({ code, path, syscall: expect.any(String) }));
     }
     expect(cases.length).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('strings longer than a JavaScript string can be', () => {
+  // 600 MiB of zeros (a hole in a sparse file): valid UTF-8 (U+0000), past V8's 2^29 - 24 units.
+  const N = 600 * 2 ** 20;
+  function sparseFile(asKey: boolean): string {
+    const head = Buffer.alloc(64);
+    let o = head.write('GGUF', 0);
+    o = head.writeUInt32LE(3, o);
+    o = head.writeBigUInt64LE(0n, o); // tensors
+    o = head.writeBigUInt64LE(1n, o); // keys
+    if (asKey) {
+      o = head.writeBigUInt64LE(BigInt(N), o);
+    } else {
+      o = head.writeBigUInt64LE(1n, o);
+      o += head.write('a', o);
+      o = head.writeUInt32LE(8, o); // STRING
+      o = head.writeBigUInt64LE(BigInt(N), o);
+    }
+    const path = join(tempDir(), `long-${asKey ? 'key' : 'value'}.gguf`);
+    const fd = openSync(path, 'w');
+    writeSync(fd, head, 0, o);
+    ftruncateSync(fd, o + N + 16);
+    closeSync(fd);
+    return path;
+  }
+
+  it.skipIf(READ_MODE)(mmapOnly('a value or a key of 600 MiB is STRING_TOO_LONG at its first byte (not ERR_STRING_TOO_LONG, not BAD_UTF8)'), () => {
+    expect(() => openGguf(sparseFile(false))).toThrow(expect.objectContaining({ name: 'GgufError', code: 'STRING_TOO_LONG', offset: 45 }));
+    expect(() => openGguf(sparseFile(true))).toThrow(expect.objectContaining({ name: 'GgufError', code: 'STRING_TOO_LONG', offset: 32 }));
   });
 });
