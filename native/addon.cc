@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "dequant_napi.h"
@@ -54,10 +56,70 @@ Napi::ArrayBuffer HoldingBuffer(Napi::Env env, Region* region, void* data, size_
   return Napi::ArrayBuffer(env, buffer);
 }
 
-// A row reader's tensor and its hold on the mapping.
+// One JS environment (the main thread, or one worker): its id, which its Regions carry (their
+// owner), and the holds of its Mapping objects and row readers. Its teardown closes every file
+// mapped in it and gives back those holds, even in a runtime that does not finalize the objects
+// still alive then (Deno runs no wrap finalizers at a worker's exit; neither Deno nor Bun runs the
+// finalizers of row-reader functions). Views (windows) keep their own holds: an ArrayBuffer may
+// outlive the environment, and every runtime here finalizes them. Shared with the holders'
+// finalizers, which Node runs after the cleanup hook.
+struct EnvState {
+  uint64_t id;
+  std::mutex mutex;
+  std::unordered_set<Region**> holds;  // each a JS object's Region*, nulled once given back
+};
+using EnvStatePtr = std::shared_ptr<EnvState>;
+std::atomic<uint64_t> g_next_env_id{1};
+
+EnvStatePtr& EnvOf(napi_env env) {
+  void* data = nullptr;
+  napi_get_instance_data(env, &data);
+  return *static_cast<EnvStatePtr*>(data);
+}
+
+void AddHold(EnvState& state, Region** hold) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.holds.insert(hold);
+}
+
+// A JS object's finalizer: its hold, unless the environment's teardown already gave it back.
+void DropHold(EnvState& state, Region** hold) {
+  Region* region;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    region = *hold;
+    *hold = nullptr;
+    state.holds.erase(hold);
+  }
+  if (region != nullptr) region->Release();
+}
+
+void CleanUpEnv(void* arg) {
+  std::unique_ptr<EnvStatePtr> box(static_cast<EnvStatePtr*>(arg));  // the hook's own reference
+  EnvState& state = **box;
+  std::vector<Region*> regions;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    for (Region** hold : state.holds) {
+      regions.push_back(*hold);
+      *hold = nullptr;
+    }
+    state.holds.clear();
+  }
+  // Closed first, so that the file is let go even if a view or a pin still holds the range.
+  Region::CloseOwnedBy(state.id);
+  for (Region* region : regions) region->Release();
+}
+
+void DeleteEnvState(napi_env /*env*/, void* data, void* /*hint*/) {
+  delete static_cast<EnvStatePtr*>(data);
+}
+
+// A row reader's tensor and its hold on the mapping (given back at the environment's teardown).
 struct RowReaderState {
   Region* region;
   RowSpan span;
+  EnvStatePtr env;
 };
 
 napi_value ReadRows(napi_env env, napi_callback_info info) {
@@ -74,7 +136,7 @@ napi_value ReadRows(napi_env env, napi_callback_info info) {
 
 void FinalizeRowReader(napi_env /*env*/, void* data, void* /*hint*/) {
   auto* state = static_cast<RowReaderState*>(data);
-  state->region->Release();
+  DropHold(*state->env, &state->region);
   delete state;
 }
 
@@ -86,27 +148,6 @@ Napi::Object IdentityObject(Napi::Env env, const Region::Identity& id) {
   result.Set("size", std::to_string(id.size));
   result.Set("mtimeNs", std::to_string(id.mtime_ns));
   return result;
-}
-
-// The files mapped in one JS environment (the main thread, or one worker), each with a hold of
-// its own, so that the environment's teardown lets go of them even in a runtime that runs no
-// finalizers then (Deno). Shared by the environment's cleanup hook and its Mapping objects,
-// which may be destroyed after the hook ran.
-struct EnvMappings {
-  std::vector<Region*> regions;
-  bool torn_down = false;
-};
-using EnvMappingsPtr = std::shared_ptr<EnvMappings>;
-
-void CleanUpEnv(void* arg) {
-  std::unique_ptr<EnvMappingsPtr> box(static_cast<EnvMappingsPtr*>(arg));
-  EnvMappings& env_mappings = **box;
-  env_mappings.torn_down = true;
-  for (Region* region : env_mappings.regions) {
-    region->Close();
-    region->Release();
-  }
-  env_mappings.regions.clear();
 }
 
 // An OS call's failure as a Node-style error: code ("EPERM"...), errno, syscall.
@@ -190,26 +231,17 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "path must not contain NUL bytes");
     max_window_ = info[1].As<Napi::Number>().DoubleValue();
     MapError error{};
-    region_ = Region::MapFile(path.c_str(), &error);
+    region_ = Region::MapFile(path.c_str(), &error, EnvOf(env)->id);
     if (region_ == nullptr) throw MapFailure(env, error, path);
-    void* data = nullptr;
-    napi_get_instance_data(env, &data);
-    env_mappings_ = *static_cast<EnvMappingsPtr*>(data);
-    region_->Retain();
-    env_mappings_->regions.push_back(region_);
+    env_ = EnvOf(env);
+    hold_ = region_;
+    AddHold(*env_, &hold_);
   }
 
+  // GC of the Mapping object: drop its hold (unless the environment's teardown gave it back);
+  // windows still reachable keep the range mapped.
   ~Mapping() override {
-    if (region_ == nullptr) return;
-    // The environment's hold, unless its teardown already dropped it.
-    auto& regions = env_mappings_->regions;
-    auto it = std::find(regions.begin(), regions.end(), region_);
-    if (it != regions.end()) {
-      regions.erase(it);
-      region_->Release();
-    }
-    // GC of the Mapping object: drop its hold; windows still reachable keep the range mapped.
-    region_->Release();
+    if (env_) DropHold(*env_, &hold_);
   }
 
  private:
@@ -292,8 +324,9 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
           length % static_cast<size_t>(row_bytes) == 0)) {
       throw Napi::RangeError::New(env, "rowReader(offset, length, typeId, rowBytes): rows must tile the range");
     }
-    auto* state = new RowReaderState{region_, {begin, length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)}};
+    auto* state = new RowReaderState{region_, {begin, length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)}, env_};
     region_->Retain();
+    AddHold(*env_, &state->region);
     napi_value fn;
     napi_status status = napi_create_function(env, "readRows", NAPI_AUTO_LENGTH, ReadRows, state, &fn);
     if (status == napi_ok) status = napi_add_finalizer(env, fn, state, FinalizeRowReader, nullptr, nullptr);
@@ -374,8 +407,9 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   }
 
   Region* region_ = nullptr;
+  Region* hold_ = nullptr;  // region_ while this object holds it (EnvState)
   double max_window_ = 0;
-  EnvMappingsPtr env_mappings_;
+  EnvStatePtr env_;
 };
 
 // evictFile(path): drops the file's clean cached pages (for cold-start benchmarks and tests).
@@ -434,10 +468,10 @@ Napi::Value RefuseExternalBuffers(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   FaultGuard::Install();
-  auto* env_mappings = new EnvMappingsPtr(std::make_shared<EnvMappings>());
-  // Instance data without a finalizer: the cleanup hook owns the box.
-  napi_set_instance_data(env, env_mappings, nullptr, nullptr);
-  napi_add_env_cleanup_hook(env, CleanUpEnv, env_mappings);
+  auto* state = new EnvStatePtr(std::make_shared<EnvState>());
+  (*state)->id = g_next_env_id.fetch_add(1);
+  napi_set_instance_data(env, state, DeleteEnvState, nullptr);
+  napi_add_env_cleanup_hook(env, CleanUpEnv, new EnvStatePtr(*state));
   if (!ProbeExternalBuffers(env)) g_external_buffers_refused.store(true);
   exports.Set("externalBuffers", Napi::Function::New<ExternalBuffers>(env, "externalBuffers"));
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));

@@ -32,7 +32,7 @@ Region::Identity IdentityOf(const struct stat& st) {
 
 }  // namespace
 
-Region* Region::MapFile(const char* path, MapError* error) {
+Region* Region::MapFile(const char* path, MapError* error, uint64_t owner) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected below anyway.
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -59,8 +59,11 @@ Region* Region::MapFile(const char* path, MapError* error) {
     // Nothing to map (mmap refuses length 0): an empty Region, which the parser then reports as
     // a truncated file like any other short one.
     Region* empty = new Region(nullptr, 0, fd);
+    empty->owner_ = owner;
     empty->identity_ = IdentityOf(st);
     empty->status_ = &no_status;
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    open_regions_.push_back(empty);  // for CloseOwnedBy (its fd); PinContaining skips it
     return empty;
   }
   size_t size = static_cast<size_t>(st.st_size);
@@ -91,6 +94,7 @@ Region* Region::MapFile(const char* path, MapError* error) {
   region->identity_ = IdentityOf(st);
   region->copy_on_write_ = copy_on_write;
   region->slot_ = slot;
+  region->owner_ = owner;
   region->status_ = FaultGuard::Status(slot);
   region->file_mapped_ = true;
   std::lock_guard<std::mutex> lock(registry_mutex_);
@@ -122,17 +126,33 @@ void Region::DropFileLocked() {
   live_count_.fetch_sub(1);
 }
 
-void Region::Close() {
-  std::lock_guard<std::mutex> lock(registry_mutex_);
+void Region::CloseLocked() {
   if (closed_.exchange(true)) return;
   open_regions_.erase(std::remove(open_regions_.begin(), open_regions_.end(), this), open_regions_.end());
   if (pins_ == 0) DropFileLocked();
+}
+
+void Region::Close() {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  CloseLocked();
+}
+
+void Region::CloseOwnedBy(uint64_t owner) {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  // Every Region in open_regions_ is alive: the last Release() closes (and so removes) it first,
+  // under this mutex, before freeing it.
+  std::vector<Region*> owned;
+  for (Region* region : open_regions_) {
+    if (region->owner_ == owner) owned.push_back(region);
+  }
+  for (Region* region : owned) region->CloseLocked();
 }
 
 Region* Region::PinContaining(const void* p, size_t len) {
   const uint8_t* start = static_cast<const uint8_t*>(p);
   std::lock_guard<std::mutex> lock(registry_mutex_);
   for (Region* region : open_regions_) {
+    if (region->size_ == 0) continue;  // an empty file: nothing to pin
     const uint8_t* base = region->data();
     if (start >= base && len <= region->size_ && static_cast<size_t>(start - base) <= region->size_ - len) {
       region->pins_++;

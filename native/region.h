@@ -24,8 +24,9 @@ struct MapError {
 
 class Region {
  public:
-  // Maps `path` whole. On failure returns nullptr and fills `error`.
-  static Region* MapFile(const char* path, MapError* error);
+  // Maps `path` whole, for the JS environment `owner` (see CloseOwnedBy). On failure returns
+  // nullptr and fills `error`.
+  static Region* MapFile(const char* path, MapError* error, uint64_t owner = 0);
 
   // What the file is: device, inode, size and modification time (nanoseconds since the epoch).
   struct Identity {
@@ -54,6 +55,10 @@ class Region {
   // Lets go of the file: its pages become zeros now, or at the last Unpin() if native code is
   // reading them. Idempotent.
   void Close();
+  // Close() of every open Region mapped for `owner`, whoever still holds it: an environment's
+  // teardown lets go of its files even where the runtime never runs the finalizers of the JS
+  // objects holding them (Deno, Bun). The address ranges stay until their last holder's Release().
+  static void CloseOwnedBy(uint64_t owner);
 
   // For native work off the JS thread: finds the open Region holding [p, p + len) and pins it, so
   // a close() meanwhile takes effect only at the matching Unpin(). Returns nullptr when no open
@@ -69,11 +74,13 @@ class Region {
   ~Region() = default;
 
   void DropFileLocked();
+  void CloseLocked();
 
   void* addr_;
   size_t size_;
   int fd_;  // kept open for CurrentIdentity(); closed with the file pages
   int slot_ = -1;
+  uint64_t owner_ = 0;
   bool copy_on_write_ = false;
   Identity identity_{};
   std::atomic<uint32_t>* status_;
