@@ -43,6 +43,10 @@ export const GGUF_ERROR_CODES = [
   'NOT_MAPPED',
   'SPLIT_PART_MISSING',
   'SPLIT_MISMATCH',
+  'REMOTE_FILE',
+  'HTTP_ERROR',
+  'BAD_RESPONSE',
+  'NETWORK_ERROR',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

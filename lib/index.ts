@@ -25,3 +25,5 @@ export {
   type DequantizeOptions,
   type DequantizeAsyncOptions,
 } from './dequant/dequantize.js';
+export { openGgufRemote, type OpenRemoteOptions } from './remote/open-remote.js';
+export type { RemoteOptions } from './remote/range-client.js';

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { checkOutputIsNotInput, DequantUsageError, parseRows, runDequant } from './dequant-command.js';
 import type { DequantBackend } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
-import { openGguf } from '../file/gguf-file.js';
+import { openGguf, type GgufFile } from '../file/gguf-file.js';
+import { openGgufRemote } from '../remote/open-remote.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -13,7 +14,7 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256] [--no-split]
+const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--json] [--sha256] [--no-split]
        gguf-mmap warm FILE
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js]
@@ -21,7 +22,9 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256] [--no-split]
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
                    any part of a split model shows the whole model.
-                   Without FILE, inspects the embedded sample model.
+                   Without FILE, inspects the embedded sample model. A URL or an
+                   hf: URI reads the header over HTTP (range requests; HF_ENDPOINT,
+                   HF_TOKEN honoured), without downloading the file.
     --json         print one JSON object instead (every metadata value in full, the summary)
     --sha256       with --json, add each tensor's sha256
     --no-split     a part of a split model alone, as it is (to look at a broken part)
@@ -36,7 +39,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE] [--json] [--sha256] [--no-split]
                    or only native, only WebAssembly (wasm), or only TypeScript (js)
                    A progress bar shows on a terminal for long work.
 
-exit status: 0 ok, 1 usage or I/O error, 2 invalid (or changed) GGUF file,
+exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
              without a float conversion)`;
 
@@ -63,15 +66,29 @@ function run(argv: string[]): number {
   const path = files[0] ?? samplePath();
   if (files[0] === undefined && !existsSync(path)) throw new Error(`the embedded sample is missing (${path}); run npm run build`);
 
-  using g = openGguf(path, { split: !flags.has('--no-split') });
-  if (flags.has('--json')) {
-    writeBuffered((write) => writeInspectJson(g, write, { sha256: flags.has('--sha256') }));
-  } else {
-    process.stdout.write(inspectText(g, path));
+  const split = !flags.has('--no-split');
+  if (isRemote(path)) {
+    if (flags.has('--sha256')) throw new UsageError('--sha256 reads every tensor: pull the file first (inspect URL reads the header only)');
+    openGgufRemote(path, { split })
+      .then((g) => printInspect(g, path, flags.has('--json'), false))
+      .catch(report);
+    return 0;
   }
+  using g = openGguf(path, { split });
+  printInspect(g, path, flags.has('--json'), flags.has('--sha256'));
   // Pages lost while reading (the file truncated underneath) read as zeros: say so, exit 2.
   g.verify();
   return 0;
+}
+
+/** A URL or an hf: URI (a header read over HTTP), not a local path. */
+function isRemote(path: string): boolean {
+  return /^(https?:\/\/|hf:)/.test(path);
+}
+
+function printInspect(g: GgufFile, path: string, json: boolean, sha256: boolean): void {
+  if (json) writeBuffered((write) => writeInspectJson(g, write, { sha256 }));
+  else process.stdout.write(inspectText(g, path));
 }
 
 /** Writes what `produce` emits to stdout in pieces of about 1 MiB (stdout is synchronous on Linux). */
@@ -150,17 +167,19 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE']);
+/** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
+const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE']);
 
 /**
  * One line on stderr and the exit status for an error: 2 for an invalid file, 3 for what cannot
- * be done here, 1 otherwise. Messages quote strings from the file (keys, tensor names): control
+ * be done here, 1 otherwise (usage, I/O, a transfer that failed). Messages quote strings from the file (keys, tensor names): control
  * characters are escaped, so a file cannot drive the terminal.
  */
 function report(error: unknown): void {
   if (error instanceof GgufError) {
     process.stderr.write(`gguf-mmap: ${error.code}: ${printable(error.message)}\n`);
-    process.exitCode = NOT_POSSIBLE_HERE.has(error.code) ? 3 : 2;
+    process.exitCode = NOT_POSSIBLE_HERE.has(error.code) ? 3 : TRANSFER_FAILED.has(error.code) ? 1 : 2;
   } else if (error instanceof UsageError) {
     process.stderr.write(`gguf-mmap: ${printable(error.message)}\n${USAGE}\n`);
     process.exitCode = 1;

@@ -166,9 +166,18 @@ export class GgufFile implements Disposable {
     return this.source.closed;
   }
 
-  /** 'mmap' (views of a mapping), 'read' (copies read with fs) or 'memory' (parseGguf: views of the caller's bytes). */
-  get mode(): OpenMode | 'memory' {
-    return this.source instanceof MappedSource ? 'mmap' : this.source instanceof ReadSource ? 'read' : 'memory';
+  /**
+   * 'mmap' (views of a mapping), 'read' (copies read with fs), 'memory' (parseGguf: views of the
+   * caller's bytes) or 'remote' (openGgufRemote: tensor bytes fetched on demand).
+   */
+  get mode(): OpenMode | 'memory' | 'remote' {
+    const source = this.source;
+    return source instanceof MappedSource ? 'mmap' : source instanceof ReadSource ? 'read' : source instanceof MemorySource ? 'memory' : 'remote';
+  }
+
+  /** The parts' byte sources, in order (for the remote layer's statistics). @internal */
+  partSources(): readonly ByteSource[] {
+    return this.fileParts.map((p) => p.source);
   }
 
   /** Whether tensor bytes and views are views of the file's memory (mmap and memory modes) rather than copies. */

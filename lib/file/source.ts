@@ -29,6 +29,8 @@ export interface ByteSource {
   check(offset: number): void;
   /** For a mapped file: what verify() compares (see GgufFile.verify). */
   readonly origin?: MappedOrigin;
+  /** For a remote file (where locate() is REMOTE_FILE): bytes fetched asynchronously. */
+  fetch?(offset: number, length: number, options?: { signal?: AbortSignal; onProgress?: (done: number, total: number) => void }): Promise<Uint8Array>;
 }
 
 export interface MappedOrigin {

@@ -10,16 +10,23 @@ import { splitPartName } from '../format/write-split.js';
 const PART_NAME = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
 
 
+/** A file name as the convention names parts (`PREFIX-00002-of-00005.gguf`): its prefix, number (from 1) and count. */
+export function partNameOf(name: string): { prefix: string; index: number; count: number } | undefined {
+  const m = PART_NAME.exec(name);
+  if (m === null) return undefined;
+  const index = Number(m[2]);
+  const count = Number(m[3]);
+  return count >= 1 && index >= 1 && index <= count ? { prefix: m[1]!, index, count } : undefined;
+}
+
 /**
  * Every part of the split set `path` belongs to, in order, if its name follows the convention;
  * else just `path`. A part that is absent is SPLIT_PART_MISSING.
  */
 export function splitSetOf(path: string): string[] {
-  const m = PART_NAME.exec(basename(path));
-  if (m === null) return [path];
-  const count = Number(m[3]);
-  if (count < 1 || Number(m[2]) < 1 || Number(m[2]) > count) return [path];
-  const parts = Array.from({ length: count }, (_, i) => join(dirname(path), splitPartName(m[1]!, i + 1, count)));
+  const part = partNameOf(basename(path));
+  if (part === undefined) return [path];
+  const parts = Array.from({ length: part.count }, (_, i) => join(dirname(path), splitPartName(part.prefix, i + 1, part.count)));
   const missing = parts.find((p) => !existsSync(p));
   if (missing !== undefined) throw new GgufError('SPLIT_PART_MISSING', `part '${missing}' of the split model '${path}' is missing`, 0);
   return parts;

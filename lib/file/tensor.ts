@@ -245,10 +245,12 @@ export class GgufTensor {
       const list = this.rowIds(ids);
       this.source.check(this.fileOffset);
       const rowBytes = this.rowBytes();
-      // Read mode: the rows themselves, read into one buffer (not the span between them).
+      // Read mode and remote files: the rows themselves, read into one buffer (not the span
+      // between them).
       if (!this.source.zeroCopy) {
-        const { bytes, ids: local } = this.readRowsOf(list, rowBytes);
-        return gatherRowsAsyncAt(this.ggmlType, bytes, rowBytes, local, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
+        return this.readRowsOf(list, rowBytes).then(({ bytes, ids: local }) =>
+          gatherRowsAsyncAt(this.ggmlType, bytes, rowBytes, local, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0)),
+        );
       }
       // The job reads the rows' span only (rows lo..hi), with ids counted from lo.
       let lo = list.length === 0 ? 0 : Infinity;
@@ -269,7 +271,7 @@ export class GgufTensor {
    * The distinct rows of `ids` read one after another into one buffer (a run of consecutive rows
    * in one read), and each id's position in it.
    */
-  private readRowsOf(ids: Uint32Array, rowBytes: number): { bytes: Uint8Array; ids: Uint32Array } {
+  private async readRowsOf(ids: Uint32Array, rowBytes: number): Promise<{ bytes: Uint8Array; ids: Uint32Array }> {
     const sorted = ids.slice().sort();
     let distinct = 0;
     for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[distinct++] = sorted[i]!;
@@ -278,7 +280,7 @@ export class GgufTensor {
     for (let start = 0; start < distinct; ) {
       let end = start + 1;
       while (end < distinct && rows[end] === rows[end - 1]! + 1) end++;
-      bytes.set(this.rangeBytes(rows[start]! * rowBytes, (end - start) * rowBytes), start * rowBytes);
+      bytes.set(await this.fetchRange(rows[start]! * rowBytes, (end - start) * rowBytes), start * rowBytes);
       start = end;
     }
     const local = ids.map((id) => {
@@ -354,13 +356,31 @@ export class GgufTensor {
   /**
    * `dequantize` off the event loop (native kernels on libuv's pool, split across cores for
    * large tensors). Closing the file meanwhile is safe: the mapping stays until the work ends.
+   * For a remote file the bytes are fetched first.
    */
   dequantizeAsync(out?: Float32Array, options: Omit<DequantizeAsyncOptions, 'littleEndian'> = {}): Promise<Float32Array> {
     try {
+      if (this.source.fetch !== undefined) {
+        return this.fetchBytes().then((bytes) => dequantizeAsyncAt(this.ggmlType, bytes, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0)));
+      }
       return dequantizeAsyncAt(this.ggmlType, this.bytes, out, ...this.dequantArgs<DequantizeAsyncOptions>(options, 0));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * The tensor's bytes, asynchronously: for a remote file (openGgufRemote) fetched by range, in
+   * 16 MiB pieces with progress and abort; for a local file, `bytes`.
+   */
+  async fetchBytes(options: { signal?: AbortSignal; onProgress?: (done: number, total: number) => void } = {}): Promise<Uint8Array> {
+    if (this.source.fetch === undefined) return this.bytes;
+    return this.nbytes === 0 ? new Uint8Array(0) : this.source.fetch(this.fileOffset, this.nbytes, options);
+  }
+
+  /** Bytes [start, start + length) of the tensor: fetched for a remote file, else a view (or read). */
+  private fetchRange(start: number, length: number): Uint8Array | Promise<Uint8Array> {
+    return this.source.fetch === undefined ? this.rangeBytes(start, length) : this.source.fetch(this.fileOffset + start, length);
   }
 
   private rowBytes(): number {

@@ -19,6 +19,10 @@ export class Cursor {
   pos = 0;
   /** GGUF v1 stores counts and lengths as uint32; v2 and later as uint64. */
   wideCounts = true;
+  /** For guessing a header's length when it runs past the view (see headerLengthGuess). */
+  tensorsLeft = 0;
+  keysLeft = 0;
+  arrayEndGuess = 0;
 
   constructor(
     readonly view: DataView,

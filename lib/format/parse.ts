@@ -72,6 +72,34 @@ const INT64_MAX = (1n << 63n) - 1n;
  */
 export function parseLayout(view: DataView, fileSize: number, limits: ParseLimits = {}): GgufLayout {
   const cur = new Cursor(view, fileSize);
+  try {
+    return parseFrom(cur, view, fileSize, limits);
+  } catch (error) {
+    if (error instanceof GgufError && error.code === 'HEADER_TOO_LARGE') {
+      // What is left after the string array cut short, guessed from its elements so far: tensor
+      // infos (their count is known) and keys after it (a few hundred bytes each at most).
+      const guess = Math.max(error.offset, cur.arrayEndGuess) + cur.tensorsLeft * TENSOR_INFO_GUESS + cur.keysLeft * KEY_GUESS;
+      estimates.set(error, Math.min(fileSize, guess));
+    }
+    throw error;
+  }
+}
+
+// Bytes of one tensor info and one key-value pair, for guessing a header's length.
+const TENSOR_INFO_GUESS = 96;
+const KEY_GUESS = 256;
+const estimates = new WeakMap<GgufError, number>();
+
+/**
+ * For a HEADER_TOO_LARGE from parseLayout: a guess of the whole header's length, from how far the
+ * parse got (a string array's elements so far, the tensor infos' count), for a reader that
+ * fetches a header in pieces (over HTTP). Undefined for any other error.
+ */
+export function headerLengthGuess(error: unknown): number | undefined {
+  return error instanceof GgufError ? estimates.get(error) : undefined;
+}
+
+function parseFrom(cur: Cursor, view: DataView, fileSize: number, limits: ParseLimits): GgufLayout {
   const magicAt = cur.take(4, 'magic');
   const magic = [0, 1, 2, 3].map((i) => view.getUint8(magicAt + i));
   if (magic.some((b, i) => b !== MAGIC[i])) {
@@ -112,6 +140,8 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
   if (leastEnd > view.byteLength) {
     throw new GgufError('HEADER_TOO_LARGE', `the header needs at least ${leastEnd} bytes, more than one window holds`, leastEnd);
   }
+  cur.tensorsLeft = tensorCount;
+  cur.keysLeft = kvCount;
   const maxKeys = limits.maxKeys ?? DEFAULT_LIMITS.maxKeys;
   const maxTensors = limits.maxTensors ?? DEFAULT_LIMITS.maxTensors;
   if (kvCount > maxKeys) throw new GgufError('LIMIT_EXCEEDED', `${kvCount} metadata keys (limits.maxKeys is ${maxKeys})`, kvCountAt);
@@ -130,11 +160,15 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
     if (keys.add(keyStart, keyEnd) >= 0) throw new GgufError('DUPLICATE_KEY', `duplicate key '${kv.key}'`, kv.offset);
     if (kv.key === 'general.alignment') alignment = checkAlignment(kv);
     kvs.push(kv);
+    cur.keysLeft--;
   }
 
   // Names are at most 63 bytes and lie in the header, which bounds the name store.
   const tensors = new TensorTable(tensorCount, Math.min(tensorCount * MAX_TENSOR_NAME_BYTES, Math.max(0, view.byteLength - cur.pos)));
-  for (let i = 0; i < tensorCount; i++) readTensorInfo(cur, header, alignment, tensors, i);
+  for (let i = 0; i < tensorCount; i++) {
+    readTensorInfo(cur, header, alignment, tensors, i);
+    cur.tensorsLeft--;
+  }
 
   const headerEnd = cur.pos;
   const dataOffset = alignUp(headerEnd, alignment);
@@ -247,9 +281,20 @@ function skipStrings(cur: Cursor, count: number): void {
     cur.pos = end;
     return;
   }
-  cur.pos = -1 - end;
+  const stop = -1 - end;
+  // Past the window (HEADER_TOO_LARGE): where the array may end, from the elements walked so far.
+  const walked = countStrings(cur, stop);
+  if (walked > 0) cur.arrayEndGuess = stop + Math.ceil(((stop - cur.pos) / walked) * (count - walked));
+  cur.pos = stop;
   cur.string('string'); // throws: TRUNCATED, or HEADER_TOO_LARGE past the window
   throw new Error(`unreachable: string at ${-1 - end} read back as valid`);
+}
+
+/** How many strings lie between the cursor and `stop` (where a walk over them stopped). */
+function countStrings(cur: Cursor, stop: number): number {
+  let n = 0;
+  for (let pos = cur.pos; pos < stop; n++) pos = walkStrings(cur.view, pos, 1, cur.countSize, cur.littleEndian);
+  return n;
 }
 
 function checkAlignment(kv: KvRecord): number {

@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/** A file in a Hugging Face repository: `hf:org/repo/path/to/file.gguf[@revision]`. */
+export interface HubFile {
+  readonly repo: string;
+  readonly path: string;
+  readonly revision: string;
+}
+
+const REPO_PART = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** The Hub's address: HF_ENDPOINT (a mirror), else huggingface.co. */
+export function hubEndpoint(): string {
+  return (process.env.HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
+}
+
+/** Parses `hf:org/repo/path[@revision]`; undefined for anything that does not start with `hf:`. */
+export function parseHubUri(uri: string): HubFile | undefined {
+  if (!uri.startsWith('hf:')) return undefined;
+  let rest = uri.slice(3).replace(/^\/+/, '');
+  let revision = 'main';
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    revision = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+  }
+  const parts = rest.split('/');
+  const [org, name, ...path] = parts;
+  if (org === undefined || name === undefined || !REPO_PART.test(org) || !REPO_PART.test(name) || path.length === 0 || revision === '') {
+    throw new TypeError(`'${uri}' is not a Hub file: hf:ORG/REPO/PATH[@REVISION]`);
+  }
+  // A path names a file inside the repository: no empty, '.' or '..' segments.
+  if (path.some((p) => p === '' || p === '.' || p === '..')) throw new TypeError(`'${uri}': the file path must not have empty, '.' or '..' parts`);
+  return { repo: `${org}/${name}`, path: path.join('/'), revision };
+}
+
+/** The URL that serves the file (`/resolve/`), on the endpoint. */
+export function resolveUrl(file: HubFile, endpoint = hubEndpoint()): string {
+  const path = file.path.split('/').map(encodeURIComponent).join('/');
+  return `${endpoint}/${file.repo}/resolve/${encodeURIComponent(file.revision)}/${path}`;
+}
+
+/**
+ * The token huggingface_hub would send: HF_TOKEN, else the file HF_TOKEN_PATH names, else
+ * $HF_HOME/token (HF_HOME defaults to ~/.cache/huggingface); undefined when there is none.
+ */
+export function hubToken(): string | undefined {
+  const fromEnv = process.env.HF_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  const home = process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
+  const path = process.env.HF_TOKEN_PATH || join(home, 'token');
+  try {
+    return readFileSync(path, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

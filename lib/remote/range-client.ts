@@ -1,0 +1,239 @@
+import { GgufError } from '../errors.js';
+
+/** How to reach a remote file (openGgufRemote's options, less what the parser takes). */
+export interface RemoteOptions {
+  /** The fetch to use (default: globalThis.fetch). */
+  fetch?: typeof globalThis.fetch;
+  /** Extra request headers (an Authorization header among them goes to the first origin only). */
+  headers?: Record<string, string>;
+  /** A bearer token; else HF_TOKEN, HF_TOKEN_PATH, $HF_HOME/token for hf: URIs and the Hub's endpoint. */
+  token?: string;
+  /** Aborts every request; the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Milliseconds one request may take, from sending it to its last body byte (default 30,000). */
+  timeoutMs?: number;
+  /** Attempts for a request that fails with 429, 5xx or a broken connection (default 4). */
+  attempts?: number;
+  /** First backoff between attempts, doubled each time, unless the server says Retry-After (default 500 ms). */
+  backoffMs?: number;
+}
+
+/** Requests made and bytes received, for benchmarks and tests. */
+export interface TransferStats {
+  requests: number;
+  bytes: number;
+}
+
+const MAX_REDIRECTS = 10;
+// The longest Retry-After honoured: past it the request fails rather than sleeping for minutes.
+const MAX_RETRY_AFTER_MS = 60_000;
+
+/** A URL as it may appear in an error: no query (a CDN's signed query is a credential), no user info. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** A failure worth another attempt (429, 5xx, a connection broken or cut short, a timeout). */
+class Retryable extends Error {
+  constructor(
+    readonly error: GgufError,
+    readonly retryAfterMs?: number,
+  ) {
+    super(error.message);
+  }
+}
+
+/**
+ * Byte ranges of one file over HTTP(S): redirects followed by hand (an Authorization header is
+ * sent to the first origin only; a 302's target, such as a CDN's signed URL, is reused for later
+ * ranges and resolved again once when it answers 403), 429/5xx and broken connections retried
+ * with backoff, every response checked against the range asked for.
+ */
+export class RangeClient {
+  /** The file's size, known after the first response. */
+  size: number | undefined;
+  readonly stats: TransferStats = { requests: 0, bytes: 0 };
+  private resolved: string | undefined;
+  private readonly origin: string;
+  private readonly fetchFn: typeof globalThis.fetch;
+
+  constructor(
+    readonly url: string,
+    private readonly options: RemoteOptions & { authorization?: string } = {},
+  ) {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`openGgufRemote: ${redactUrl(url)} is not an http(s) URL`);
+    this.origin = parsed.origin;
+    this.fetchFn = options.fetch ?? globalThis.fetch;
+  }
+
+  /** Bytes [offset, offset + length) of the file; fewer only where the file ends first. */
+  async read(offset: number, length: number, signal = this.options.signal): Promise<Uint8Array> {
+    const attempts = Math.max(1, this.options.attempts ?? 4);
+    let delay = this.options.backoffMs ?? 500;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.readOnce(offset, length, signal);
+      } catch (error) {
+        if (!(error instanceof Retryable) || attempt >= attempts) throw error instanceof Retryable ? error.error : error;
+        await sleep(error.retryAfterMs ?? delay, signal);
+        delay *= 2;
+      }
+    }
+  }
+
+  private async readOnce(offset: number, length: number, signal: AbortSignal | undefined): Promise<Uint8Array> {
+    const end = this.size === undefined ? offset + length : Math.min(offset + length, this.size);
+    if (end <= offset) return new Uint8Array(0);
+    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
+    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
+    try {
+      const response = await this.get(`bytes=${offset}-${end - 1}`, combined, offset);
+      return await this.body(response, offset, end, combined);
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (timeout.aborted) throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: no answer within ${this.options.timeoutMs ?? 30_000} ms`, offset));
+      if (error instanceof Retryable || error instanceof GgufError) throw error;
+      // fetch's TypeError: the connection failed or was reset.
+      throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: ${(error as Error).message}${causeOf(error)}`, offset));
+    }
+  }
+
+  /** The response to a GET of `range`, redirects followed, from the resolved URL where there is one. */
+  private async get(range: string, signal: AbortSignal, offset: number): Promise<Response> {
+    let url = this.resolved ?? this.url;
+    let reresolved = false;
+    for (let hops = 0; ; hops++) {
+      if (hops > MAX_REDIRECTS) throw new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: more than ${MAX_REDIRECTS} redirects`, offset);
+      const headers: Record<string, string> = { ...this.options.headers, Range: range, 'Accept-Encoding': 'identity' };
+      // Credentials go to the origin they were given for, never to a CDN or mirror it redirects to.
+      if (new URL(url).origin === this.origin) {
+        if (this.options.authorization !== undefined) headers['Authorization'] = this.options.authorization;
+      } else {
+        for (const name of Object.keys(headers)) if (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie') delete headers[name];
+      }
+      this.stats.requests++;
+      const response = await this.fetchFn(url, { headers, redirect: 'manual', signal });
+      const location = response.headers.get('location');
+      if (response.status >= 300 && response.status < 400 && location !== null) {
+        await response.body?.cancel();
+        url = new URL(location, url).href;
+        if (response.status === 302 || response.status === 303 || response.status === 307) this.resolved = url;
+        continue;
+      }
+      // An expired signed URL: resolve it again from the original, once.
+      if (response.status === 403 && this.resolved !== undefined && !reresolved) {
+        await response.body?.cancel();
+        this.resolved = undefined;
+        reresolved = true;
+        url = this.url;
+        continue;
+      }
+      return response;
+    }
+  }
+
+  /** The bytes [offset, end) from `response`, checked against what was asked. */
+  private async body(response: Response, offset: number, end: number, signal: AbortSignal): Promise<Uint8Array> {
+    const where = redactUrl(this.url);
+    if (response.status === 429 || response.status >= 500) {
+      await response.body?.cancel();
+      throw new Retryable(new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}`, offset), retryAfter(response.headers.get('retry-after')));
+    }
+    if (response.status === 416) {
+      await response.body?.cancel();
+      throw new GgufError('BAD_RESPONSE', `${where}: range ${offset}-${end - 1} is past the end of the file (HTTP 416)`, offset);
+    }
+    if (response.status !== 200 && response.status !== 206) {
+      await response.body?.cancel();
+      const hint = response.status === 401 || response.status === 403 ? ' (a gated or private repository needs a token: HF_TOKEN or { token })' : '';
+      throw new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}${hint}`, offset);
+    }
+    const encoding = response.headers.get('content-encoding');
+    if (encoding !== null && encoding !== 'identity') {
+      await response.body?.cancel();
+      throw new GgufError('BAD_RESPONSE', `${where}: the server encoded a byte range (Content-Encoding: ${encoding}); ranges of an encoded body are not the file's bytes`, offset);
+    }
+    let skip = 0;
+    if (response.status === 206) {
+      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
+      const total = m?.[3] === '*' ? undefined : Number(m?.[3]);
+      if (m === null || Number(m[1]) !== offset || Number(m[2]) !== Math.min(end, total ?? end) - 1) {
+        await response.body?.cancel();
+        throw new GgufError('BAD_RESPONSE', `${where}: asked for bytes ${offset}-${end - 1}, the server sent Content-Range '${response.headers.get('content-range') ?? ''}'`, offset);
+      }
+      if (total !== undefined) this.noteSize(total, offset);
+    } else {
+      // 200: the server ignored Range and sends the whole file: read it up to `end`, then stop.
+      const length = response.headers.get('content-length');
+      if (length !== null) this.noteSize(Number(length), offset);
+      skip = offset;
+    }
+    const want = Math.min(end, this.size ?? end) - offset;
+    const out = new Uint8Array(want);
+    let filled = 0;
+    let seen = 0;
+    const reader = response.body!.getReader();
+    try {
+      while (filled < want) {
+        signal.throwIfAborted();
+        const { done, value } = await reader.read();
+        if (done) break;
+        this.stats.bytes += value.byteLength;
+        // Bytes before the range (a 200) are passed over.
+        const from = Math.max(0, skip - seen);
+        seen += value.byteLength;
+        if (from >= value.byteLength) continue;
+        const piece = value.subarray(from, from + (want - filled));
+        out.set(piece, filled);
+        filled += piece.byteLength;
+      }
+    } catch (error) {
+      signal.throwIfAborted();
+      throw new Retryable(new GgufError('NETWORK_ERROR', `${where}: the connection broke after ${filled} of ${want} bytes: ${(error as Error).message}`, offset + filled));
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+    if (filled < want) throw new Retryable(new GgufError('BAD_RESPONSE', `${where}: the body ended after ${filled} of ${want} bytes`, offset + filled));
+    return out;
+  }
+
+  private noteSize(size: number, offset: number): void {
+    if (this.size !== undefined && this.size !== size) {
+      throw new GgufError('FILE_CHANGED', `${redactUrl(this.url)}: the file was ${this.size} bytes, now the server says ${size}`, offset);
+    }
+    this.size = size;
+  }
+}
+
+/** Retry-After as milliseconds (delta-seconds or an HTTP date), bounded. */
+function retryAfter(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : undefined;
+}
+
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code !== undefined ? ` (${cause.code})` : cause?.message !== undefined ? ` (${cause.message})` : '';
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

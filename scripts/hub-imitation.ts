@@ -1,0 +1,172 @@
+// A Hugging Face Hub imitation on 127.0.0.1 for the network tests and benchmarks: `/{repo}/resolve/{rev}/{path}`
+// answers 302 to a CDN on another port with a signed, expiring query, with X-Repo-Commit,
+// X-Linked-Etag and X-Linked-Size; the CDN serves ranges. Faults are injected per request.
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What to do to one request instead of answering it well. */
+export type Fault =
+  | 'reset' // destroy the connection after half the body
+  | 'short' // end the body early (Content-Length says more)
+  | 'ignore-range' // 200 with the whole file
+  | 'wrong-range' // a Content-Range for other bytes
+  | 'gzip' // a Content-Encoding on the range
+  | 'expired' // the CDN's 403 for an expired signature
+  | '429' // Too Many Requests, Retry-After: 0
+  | '503'
+  | '404'
+  | 'loop'; // a redirect to itself
+
+export interface HubFileEntry {
+  bytes: Uint8Array;
+}
+
+export interface RequestLog {
+  server: 'hub' | 'cdn';
+  path: string;
+  range: string | undefined;
+  authorization: string | undefined;
+  status: number;
+  bytes: number;
+}
+
+export interface HubServer {
+  /** The Hub's address (HF_ENDPOINT). */
+  endpoint: string;
+  cdn: string;
+  /** Files by `repo/path` (revision main, commit `commit`). */
+  files: Map<string, HubFileEntry>;
+  commit: string;
+  log: RequestLog[];
+  /** Faults for the next requests, taken in order, per server ('hub' or 'cdn'). */
+  faults: { hub: Fault[]; cdn: Fault[] };
+  /** Milliseconds added before answering each request (a far-away server). */
+  latencyMs: number;
+  /** Token the Hub requires (401 without it), or undefined. */
+  requireToken: string | undefined;
+  /** Seconds a signed CDN URL stays valid. */
+  signatureSeconds: number;
+  close(): Promise<void>;
+}
+
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+}
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+export async function startHubServer(): Promise<HubServer> {
+  const state: Omit<HubServer, 'endpoint' | 'cdn' | 'close'> = {
+    files: new Map(),
+    commit: 'c0ffee0000000000000000000000000000000001',
+    log: [],
+    faults: { hub: [], cdn: [] },
+    latencyMs: 0,
+    requireToken: undefined,
+    signatureSeconds: 3600,
+  };
+  const blobs = new Map<string, Uint8Array>();
+  const hub = createServer((req, res) => void later(state.latencyMs).then(() => answerHub(req, res)));
+  const cdn = createServer((req, res) => void later(state.latencyMs).then(() => answerCdn(req, res)));
+  const endpoint = await listen(hub);
+  const cdnBase = await listen(cdn);
+
+  function logged(server: 'hub' | 'cdn', req: IncomingMessage, status: number, bytes: number): void {
+    state.log.push({ server, path: req.url ?? '', range: req.headers.range, authorization: req.headers.authorization, status, bytes });
+  }
+
+  function answerHub(req: IncomingMessage, res: ServerResponse): void {
+    const fault = state.faults.hub.shift();
+    const url = new URL(req.url ?? '/', endpoint);
+    const m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
+    const entry = m === null ? undefined : state.files.get(`${m[1]}/${decodeURIComponent(m[3]!)}`);
+    if (state.requireToken !== undefined && req.headers.authorization !== `Bearer ${state.requireToken}`) return finish('hub', req, res, 401);
+    if (fault === 'loop') {
+      res.setHeader('Location', url.pathname);
+      return finish('hub', req, res, 302);
+    }
+    if (fault === '429' || fault === '503' || fault === '404') {
+      if (fault === '429') res.setHeader('Retry-After', '0');
+      return finish('hub', req, res, Number(fault));
+    }
+    if (entry === undefined) return finish('hub', req, res, 404);
+    const etag = sha256(entry.bytes);
+    blobs.set(etag, entry.bytes);
+    const expires = Date.now() + state.signatureSeconds * 1000;
+    res.setHeader('X-Repo-Commit', state.commit);
+    res.setHeader('X-Linked-Etag', `"${etag}"`);
+    res.setHeader('X-Linked-Size', String(entry.bytes.byteLength));
+    res.setHeader('ETag', `"${etag}"`);
+    res.setHeader('Location', `${cdnBase}/blobs/${etag}?Expires=${expires}&Signature=${sha256(new TextEncoder().encode(`${etag}${expires}`)).slice(0, 16)}`);
+    finish('hub', req, res, 302);
+  }
+
+  function answerCdn(req: IncomingMessage, res: ServerResponse): void {
+    const fault = state.faults.cdn.shift();
+    const url = new URL(req.url ?? '/', cdnBase);
+    const bytes = blobs.get(url.pathname.replace('/blobs/', ''));
+    const expires = Number(url.searchParams.get('Expires'));
+    if (bytes === undefined) return finish('cdn', req, res, 404);
+    if (fault === 'expired' || !(expires > Date.now())) return finish('cdn', req, res, 403);
+    if (fault === '429' || fault === '503') {
+      if (fault === '429') res.setHeader('Retry-After', '0');
+      return finish('cdn', req, res, Number(fault));
+    }
+    const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (m === null || fault === 'ignore-range') return send('cdn', req, res, 200, bytes, fault);
+    const start = Number(m[1]);
+    const end = Math.min(m[2] === '' ? bytes.byteLength - 1 : Number(m[2]), bytes.byteLength - 1);
+    if (start >= bytes.byteLength) {
+      res.setHeader('Content-Range', `bytes */${bytes.byteLength}`);
+      return finish('cdn', req, res, 416);
+    }
+    const shown = fault === 'wrong-range' ? `bytes ${start + 1}-${end + 1}/${bytes.byteLength}` : `bytes ${start}-${end}/${bytes.byteLength}`;
+    res.setHeader('Content-Range', shown);
+    if (fault === 'gzip') res.setHeader('Content-Encoding', 'gzip');
+    send('cdn', req, res, 206, bytes.subarray(start, end + 1), fault);
+  }
+
+  function send(server: 'hub' | 'cdn', req: IncomingMessage, res: ServerResponse, status: number, body: Uint8Array, fault: Fault | undefined): void {
+    res.statusCode = status;
+    res.setHeader('Content-Length', String(body.byteLength));
+    res.setHeader('Accept-Ranges', 'bytes');
+    logged(server, req, status, body.byteLength);
+    if (fault === 'reset' || fault === 'short') {
+      res.write(body.subarray(0, body.byteLength >> 1), () => (fault === 'reset' ? res.destroy() : res.socket?.end()));
+      return;
+    }
+    // Written in pieces, so a client that stops reading is seen to cancel.
+    let at = 0;
+    const next = () => {
+      while (at < body.byteLength) {
+        const piece = body.subarray(at, at + (1 << 16));
+        at += piece.byteLength;
+        if (!res.write(piece)) return void res.once('drain', next);
+      }
+      res.end();
+    };
+    res.on('error', () => {});
+    next();
+  }
+
+  function finish(server: 'hub' | 'cdn', req: IncomingMessage, res: ServerResponse, status: number): void {
+    res.statusCode = status;
+    logged(server, req, status, 0);
+    res.end();
+  }
+
+  return Object.assign(state, {
+    endpoint,
+    cdn: cdnBase,
+    close: async () => {
+      hub.closeAllConnections();
+      cdn.closeAllConnections();
+      await Promise.all([new Promise((r) => hub.close(r)), new Promise((r) => cdn.close(r))]);
+    },
+  });
+}
+
+function later(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve();
+}
