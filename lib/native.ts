@@ -89,7 +89,12 @@ function loadOverride(path: string): LoadResult {
   if (!isAbsolute(path) || extname(path) !== '.node' || path.includes('\0')) {
     return { error: `GGUF_MMAP_ADDON must be an absolute path to a .node file (or 'off'), not '${path}'` };
   }
-  const kind = statSync(path, { throwIfNoEntry: false });
+  let kind: ReturnType<typeof statSync>;
+  try {
+    kind = statSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    return { error: `GGUF_MMAP_ADDON names no file it can read: '${path}' (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+  }
   if (kind === undefined || !kind.isFile()) return { error: `GGUF_MMAP_ADDON names ${kind === undefined ? 'no file' : 'something other than a regular file'}: '${path}'` };
   const module = { exports: {} as Addon };
   try {
@@ -150,13 +155,20 @@ export function addonUnavailableReason(): string | undefined {
   return load().error;
 }
 
+/** What to do about a load error: fix the variable that named the build, or build one. */
+function fixFor(error: string): string {
+  return error.startsWith('GGUF_MMAP_ADDON')
+    ? "unset GGUF_MMAP_ADDON or name a built gguf_mmap.node, or open files with { mode: 'read' }"
+    : "run `npm rebuild gguf-mmap` with a C++ compiler on PATH, or open files with { mode: 'read' }";
+}
+
 /** The addon itself, for modules that wrap one of its functions; ADDON_UNAVAILABLE where it cannot load. */
 export function addon(): Addon {
   const result = load();
   if (result.addon !== undefined) return result.addon;
   throw new GgufError(
     'ADDON_UNAVAILABLE',
-    `the native addon is not loaded (${result.error}): run \`npm rebuild gguf-mmap\` with a C++ compiler on PATH, or open files with { mode: 'read' }`,
+    `the native addon is not loaded (${result.error}): ${fixFor(result.error)}`,
     0,
   );
 }

@@ -15,19 +15,20 @@ function packageVersion(): string {
 }
 
 const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--json] [--sha256] [--no-split]
-       gguf-mmap warm FILE
+       gguf-mmap warm FILE [--no-split]
        gguf-mmap --version
-       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js]
+       gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js] [--no-split]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
-                   any part of a split model shows the whole model.
+                   any part of a split model (under its part name) shows the whole model.
                    Without FILE, inspects the embedded sample model. A URL or an
                    hf: URI reads the header over HTTP (range requests; HF_ENDPOINT,
                    HF_TOKEN honoured), without downloading the file.
     --json         print one JSON object instead (every metadata value in full, the summary)
     --sha256       with --json, add each tensor's sha256
-    --no-split     a part of a split model alone, as it is (to look at a broken part)
+    --no-split     a part of a split model alone, as it is (to look at a broken or
+                   renamed part; warm and dequant take it too)
   warm FILE        bring the whole file into memory (the page cache) before use,
                    with a progress bar and MB/s on a terminal, a summary otherwise
   dequant FILE TENSOR
@@ -110,8 +111,9 @@ function writeBuffered(produce: (write: (chunk: string) => void) => void): void 
 
 /** `warm FILE`: prefetch() the whole file, showing progress on a terminal. */
 function warm(args: string[]): number {
-  if (args.length !== 1 || args[0]!.startsWith('--')) throw new UsageError('warm takes one FILE');
-  const g = openGguf(args[0]!, { mode: 'mmap' });
+  const files = args.filter((a) => a !== '--no-split');
+  if (files.length !== 1 || files[0]!.startsWith('--')) throw new UsageError('warm takes one FILE (and --no-split)');
+  const g = openGguf(files[0]!, { mode: 'mmap', split: !args.includes('--no-split') });
   const tty = process.stderr.isTTY ? process.stderr : undefined;
   const start = performance.now();
   const rate = (bytes: number) => `${((bytes / 1e6) / Math.max(1e-3, (performance.now() - start) / 1000)).toFixed(0)} MB/s`;
@@ -145,6 +147,10 @@ function dequant(args: string[]): number {
       positional.push(arg);
       continue;
     }
+    if (arg === '--no-split') {
+      options[arg] = '';
+      continue;
+    }
     if (arg !== '--rows' && arg !== '--out' && arg !== '--backend') throw new UsageError(`unknown option '${arg}'`);
     const value = args[++i];
     if (value === undefined) throw new UsageError(`${arg} needs a value`);
@@ -155,7 +161,7 @@ function dequant(args: string[]): number {
   if (!BACKENDS.includes(backend)) throw new UsageError(`--backend is one of ${BACKENDS.join(', ')}`);
   try {
     const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
-    using g = openGguf(positional[0]!);
+    using g = openGguf(positional[0]!, { split: options['--no-split'] === undefined });
     if (options['--out'] !== undefined) checkOutputIsNotInput([positional[0]!, ...g.parts.map((p) => p.path!)], options['--out']);
     const progress = process.stderr.isTTY ? process.stderr : undefined;
     process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));

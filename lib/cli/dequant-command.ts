@@ -3,6 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import type { DequantBackend } from '../dequant/dequantize.js';
 import type { GgufFile } from '../file/gguf-file.js';
 import { HOST_LITTLE_ENDIAN } from '../format/elements.js';
+import { printable } from './inspect.js';
 
 /** What `gguf-mmap dequant` was asked for, already parsed. */
 export interface DequantRequest {
@@ -123,8 +124,8 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
     if (temp !== undefined) finishOutput(temp, request.outPath!, finished);
     if (progress !== undefined) progress.write('\r\x1b[K');
   }
-  const head = `${tensor.name}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;
-  if (request.outPath !== undefined) return `${head}\nwrote ${total * 4} bytes of little-endian float32 to ${request.outPath}\n`;
+  const head = `${printable(tensor.name)}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;
+  if (request.outPath !== undefined) return `${head}\nwrote ${total * 4} bytes of little-endian float32 to ${printable(request.outPath)}\n`;
   const finite = total - summary.nan;
   const mean = finite === 0 ? NaN : summary.sum / finite;
   const fmt = (x: number) => (Number.isFinite(x) ? Number(x.toPrecision(7)).toString() : String(x));

@@ -277,9 +277,12 @@ function readHeader(source: ByteSource, limits: ParseLimits, firstLength?: numbe
   }
 }
 
-/** Parses a GGUF file held in memory. The tensors view `bytes`; nothing is copied. */
-export function parseGguf(bytes: ArrayBuffer | ArrayBufferView, options: Pick<OpenOptions, 'limits'> = {}): GgufFile {
-  return new GgufFile(new MemorySource(bytes), options.limits);
+/**
+ * Parses a GGUF file held in memory. The tensors view `bytes`; nothing is copied. One part of a
+ * split model is SPLIT_MISMATCH (it would be half a model) unless `{ split: false }`.
+ */
+export function parseGguf(bytes: ArrayBuffer | ArrayBufferView, options: Pick<OpenOptions, 'limits'> & { split?: false } = {}): GgufFile {
+  return new GgufFile([{ source: new MemorySource(bytes) }], options.limits, options.split === false ? undefined : 'listed');
 }
 
 const MODES = ['mmap', 'read', 'auto'] as const;
@@ -292,7 +295,8 @@ function chooseMode(asked: OpenOptions['mode']): OpenMode {
   if (canMap()) return 'mmap';
   if (mode === 'auto') return 'read';
   const why = addonUnavailableReason() ?? 'this runtime does not allow ArrayBuffers over external memory';
-  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; run \`npm rebuild gguf-mmap\` with a C++ compiler on PATH, or open with { mode: 'read' }`, 0);
+  const fix = why.startsWith('GGUF_MMAP_ADDON') ? 'unset GGUF_MMAP_ADDON or name a built gguf_mmap.node' : 'run `npm rebuild gguf-mmap` with a C++ compiler on PATH';
+  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; ${fix}, or open with { mode: 'read' }`, 0);
 }
 
 /**

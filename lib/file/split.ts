@@ -47,7 +47,8 @@ export function checkSplitSet(layouts: readonly GgufLayout[], paths: readonly st
   layouts.forEach((layout, i) => {
     const no = kvOf(layout, 'split.no');
     const count = kvOf(layout, 'split.count');
-    if (count === undefined || typeof count.value !== 'number') throw mismatch(i, 'has no split.count: not a part of a split model', 0);
+    if (count === undefined) throw mismatch(i, 'has no split.count: not a part of a split model', 0);
+    if (typeof count.value !== 'number') throw mismatch(i, `split.count is ${String(count.value)} (${count.type}), not a part count`, count.offset);
     if (count.value !== layouts.length) throw mismatch(i, `split.count is ${count.value}, but the set has ${layouts.length} parts`, count.offset);
     if (no === undefined || no.value !== i) {
       throw mismatch(i, `split.no is ${String(no?.value)}, but it is part ${i + 1} of ${layouts.length} (split.no counts from 0)`, no?.offset ?? 0);
@@ -75,13 +76,15 @@ export function checkSplitSet(layouts: readonly GgufLayout[], paths: readonly st
  */
 export function checkNotAPart(layout: GgufLayout, path: string, listed: boolean): void {
   const count = kvOf(layout, 'split.count');
-  if (count === undefined || typeof count.value !== 'number' || count.value <= 1) return;
-  if (listed) checkSplitSet([layout], [path]);
+  if (count === undefined || (typeof count.value === 'number' && count.value <= 1)) return;
+  // A list of one part, or a split.count that is not a number: SPLIT_MISMATCH, naming the key.
+  if (listed || typeof count.value !== 'number') checkSplitSet([layout], [path]);
+  const parts = count.value as number;
   const no = kvOf(layout, 'split.no')?.value;
-  const which = typeof no === 'number' ? `part ${no + 1} of ${count.value}` : `one of ${count.value} parts`;
+  const which = typeof no === 'number' ? `part ${no + 1} of ${parts}` : `one of ${parts} parts`;
   throw new GgufError(
     'SPLIT_PART_MISSING',
-    `'${path}' is ${which} of a split model, and the other parts are not beside it as ${splitPartName(basename(path).replace(/\.gguf$/, ''), 1, count.value)} etc.: open every part (a list), or this one alone with { split: false }`,
+    `'${path}' is ${which} of a split model, and the other parts are not beside it as ${splitPartName(basename(path).replace(/\.gguf$/, ''), 1, parts)} etc.: open every part (a list), or this one alone with { split: false } (--no-split in the CLI)`,
     count.offset,
   );
 }

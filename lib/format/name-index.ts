@@ -7,51 +7,45 @@
  * with no seed.
  */
 
-const KEY = globalThis.crypto.getRandomValues(new Uint32Array(2));
-const K0 = KEY[0]! | 0;
-const K1 = KEY[1]! | 0;
-
-// HalfSipHash's state, v0..v3 (32-bit lanes: Int32Array stores wrap as the additions must).
-const v = new Int32Array(4);
-
-function sipRound(): void {
-  let v0 = v[0]!, v1 = v[1]!, v2 = v[2]!, v3 = v[3]!;
-  v0 = (v0 + v1) | 0; v1 = (v1 << 5) | (v1 >>> 27); v1 ^= v0; v0 = (v0 << 16) | (v0 >>> 16);
-  v2 = (v2 + v3) | 0; v3 = (v3 << 8) | (v3 >>> 24); v3 ^= v2;
-  v0 = (v0 + v3) | 0; v3 = (v3 << 7) | (v3 >>> 25); v3 ^= v0;
-  v2 = (v2 + v1) | 0; v1 = (v1 << 13) | (v1 >>> 19); v1 ^= v2; v2 = (v2 << 16) | (v2 >>> 16);
-  v[0] = v0; v[1] = v1; v[2] = v2; v[3] = v3;
-}
-
-/** One message word: one compression round (the "1" of 1-3). */
-function absorb(m: number): void {
-  v[3]! ^= m;
-  sipRound();
-  v[0]! ^= m;
-}
+// The key, drawn when first needed (not at module load, which a startup snapshot would freeze).
+let key: Int32Array | undefined;
 
 /** HalfSipHash-1-3 of bytes [start, end) under this process's key, as an unsigned 32-bit number. */
 export function keyedHash(bytes: Uint8Array, start: number, end: number): number {
-  v[0] = K0;
-  v[1] = K1;
-  v[2] = 0x6c796765 ^ K0;
-  v[3] = 0x74656462 ^ K1;
+  key ??= globalThis.crypto.getRandomValues(new Int32Array(2));
+  const k0 = key[0]!;
+  const k1 = key[1]!;
+  let v0 = k0;
+  let v1 = k1;
+  let v2 = 0x6c796765 ^ k0;
+  let v3 = 0x74656462 ^ k1;
   const length = end - start;
-  const whole = start + (length & ~3);
-  let i = start;
-  for (; i < whole; i += 4) absorb(bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
-  // The last 0-3 bytes, with the length's low byte on top.
-  let last = (length & 0xff) << 24;
-  const tail = length & 3;
-  if (tail >= 3) last |= bytes[i + 2]! << 16;
-  if (tail >= 2) last |= bytes[i + 1]! << 8;
-  if (tail >= 1) last |= bytes[i]!;
-  absorb(last);
-  v[2]! ^= 0xff;
-  sipRound();
-  sipRound();
-  sipRound();
-  return (v[1]! ^ v[3]!) >>> 0;
+  const words = length >>> 2;
+  // One step per 4-byte word, one for the last 0-3 bytes with the length's low byte on top, then
+  // three finalization rounds: one SipRound each (the 1 and the 3 of HalfSipHash-1-3).
+  for (let step = 0; step < words + 4; step++) {
+    let m = 0;
+    if (step < words) {
+      const i = start + step * 4;
+      m = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
+    } else if (step === words) {
+      const i = start + words * 4;
+      const tail = length & 3;
+      m = (length & 0xff) << 24;
+      if (tail >= 3) m |= bytes[i + 2]! << 16;
+      if (tail >= 2) m |= bytes[i + 1]! << 8;
+      if (tail >= 1) m |= bytes[i]!;
+    } else if (step === words + 1) {
+      v2 ^= 0xff;
+    }
+    if (step <= words) v3 ^= m;
+    v0 = (v0 + v1) | 0; v1 = (v1 << 5) | (v1 >>> 27); v1 ^= v0; v0 = (v0 << 16) | (v0 >>> 16);
+    v2 = (v2 + v3) | 0; v3 = (v3 << 8) | (v3 >>> 24); v3 ^= v2;
+    v0 = (v0 + v3) | 0; v3 = (v3 << 7) | (v3 >>> 25); v3 ^= v0;
+    v2 = (v2 + v1) | 0; v1 = (v1 << 13) | (v1 >>> 19); v1 ^= v2; v2 = (v2 << 16) | (v2 >>> 16);
+    if (step <= words) v0 ^= m;
+  }
+  return (v1 ^ v3) >>> 0;
 }
 
 /**
@@ -59,8 +53,9 @@ export function keyedHash(bytes: Uint8Array, start: number, end: number): number
  * numbered in the order added, in an open-addressing table at least twice their count.
  */
 export class NameIndex {
-  private readonly starts: Float64Array;
-  private readonly ends: Float64Array;
+  // Offsets into `bytes`: 32-bit while it is under 4 GiB (every tensor-name store, most headers).
+  private readonly starts: Uint32Array | Float64Array;
+  private readonly ends: Uint32Array | Float64Array;
   private count = 0;
   /** Entry + 1 per slot (0: empty); a power of two. */
   private readonly slots: Int32Array;
@@ -71,8 +66,9 @@ export class NameIndex {
     capacity: number,
     private readonly bytes: Uint8Array,
   ) {
-    this.starts = new Float64Array(capacity);
-    this.ends = new Float64Array(capacity);
+    const Offsets = bytes.byteLength <= 0xffffffff ? Uint32Array : Float64Array;
+    this.starts = new Offsets(capacity);
+    this.ends = new Offsets(capacity);
     let size = 2;
     while (size < capacity * 2) size *= 2;
     this.slots = new Int32Array(size);

@@ -40,6 +40,8 @@ export interface GgufLayout {
   readonly fileSize: number;
   readonly kvs: readonly KvRecord[];
   readonly tensors: TensorTable;
+  /** The longest probe of the duplicate-key check (for tests of hash flooding). */
+  readonly keyProbe: number;
 }
 
 /**
@@ -173,7 +175,7 @@ function parseFrom(cur: Cursor, view: DataView, fileSize: number, limits: ParseL
   const headerEnd = cur.pos;
   const dataOffset = alignUp(headerEnd, alignment);
   checkTensorPlacement(tensors, alignment, dataOffset, fileSize);
-  return { version, littleEndian: cur.littleEndian, alignment, headerEnd, dataOffset, fileSize, kvs, tensors };
+  return { version, littleEndian: cur.littleEndian, alignment, headerEnd, dataOffset, fileSize, kvs, tensors, keyProbe: keys.longestProbe };
 }
 
 export function isPowerOfTwo(n: unknown): n is number {

@@ -20,7 +20,7 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 
 /**
- * The tensor infos of a file in typed arrays: about 70 bytes per tensor outside the JS heap and
+ * The tensor infos of a file in typed arrays: about 90 bytes per tensor outside the JS heap and
  * none on it, so a header that claims millions of tensors costs memory in proportion to its own
  * size, not to the objects a reader would make. Names are kept as UTF-8 bytes (copied out of the
  * file, so they outlive close()) and decoded when asked; a keyed hash index finds them by name.

@@ -103,7 +103,8 @@ describe('windows, verify and paths', () => {
     writeFileSync(join(asDirectory, 'package.json'), '{"main":"index.js"}');
     const missing = join(dir, 'missing.node');
     writeFileSync(`${missing}.js`, "console.log('ran'); module.exports = {};");
-    for (const value of [evil, 'build/Release/gguf_mmap.node', asDirectory, missing]) {
+    // A path through a regular file (ENOTDIR from stat) too.
+    for (const value of [evil, 'build/Release/gguf_mmap.node', asDirectory, missing, join(evil, 'x.node')]) {
       const r = runChild(script(value));
       expect(r.stdout, value).not.toContain('ran');
       expect(r.result, `${value}: ${r.stderr}`).toEqual({ live: 0, read: 2, mmap: 'ADDON_UNAVAILABLE naming GGUF_MMAP_ADDON' });

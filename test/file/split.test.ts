@@ -1,9 +1,9 @@
 // Models split by llama.cpp's llama-gguf-split open as one model from any of their parts.
-import { copyFileSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openGguf, writeGgufSplit, type GgufWriteSpec } from '../../lib/index.js';
+import { openGguf, parseGguf, writeGgufFile, writeGgufSplit, type GgufWriteSpec } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -141,6 +141,12 @@ describe('a part of a split model opened alone', () => {
     expect(() => openGguf(renamed)).toThrow(expect.objectContaining({ code: 'SPLIT_PART_MISSING', message: expect.stringContaining('part 1 of 2') }));
     using alone = openGguf(renamed, { split: false });
     expect(alone.tensorCount).toBe(2);
+    // From memory too; a split.count that is not a number is no way around it.
+    expect(() => parseGguf(readFileSync(part1!))).toThrow(expect.objectContaining({ code: 'SPLIT_MISMATCH' }));
+    expect(parseGguf(readFileSync(part1!), { split: false }).tensorCount).toBe(2);
+    const stringCount = join(dir, 'string-count.gguf');
+    writeGgufFile(stringCount, { metadata: [['split.count', { type: 'STRING', value: '2' }]], tensors: spec.tensors });
+    expect(() => openGguf(stringCount)).toThrow(expect.objectContaining({ code: 'SPLIT_MISMATCH', message: expect.stringContaining('split.count is 2 (STRING)') }));
     // A file not split, and a set of one part, open as before.
     using one = openGguf(writeGgufSplit(join(dir, 'single'), spec, {})[0]!);
     expect(one.tensorCount).toBe(4);
