@@ -3,7 +3,7 @@
     {
       "target_name": "gguf_mmap",
       "sources": [
-        "native/addon.cc", "native/region.cc", "native/fault_guard.cc", "native/page_cache.cc", "native/string_walk.cc",
+        "native/addon.cc", "native/region.cc", "native/fault_guard.cc", "native/page_cache.cc", "native/file_lock.cc", "native/string_walk.cc",
         "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
         "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],

@@ -47,6 +47,8 @@ export const GGUF_ERROR_CODES = [
   'HTTP_ERROR',
   'BAD_RESPONSE',
   'NETWORK_ERROR',
+  'NOT_CACHED',
+  'FILE_NOT_FOUND',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

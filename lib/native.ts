@@ -64,6 +64,8 @@ interface Addon {
   Mapping: new (path: string, maxWindow: number) => NativeMapping;
   liveMappings(): number;
   evictFile(path: string): void;
+  tryLockFile(path: string): number;
+  unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;

@@ -15,6 +15,7 @@
 
 #include "dequant_napi.h"
 #include "fault_guard.h"
+#include "file_lock.h"
 #include "page_cache.h"
 #include "region.h"
 #include "string_walk.h"
@@ -424,6 +425,27 @@ Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// tryLockFile(path): the descriptor holding the lock, or -1 when another holds it.
+Napi::Value TryLockFileJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "tryLockFile(path)");
+  const std::string path = info[0].As<Napi::String>();
+  if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "tryLockFile: the path contains a NUL byte");
+  const int result = TryLockFile(path.c_str());
+  if (result == -EWOULDBLOCK) return Napi::Number::New(env, -1);
+  if (result < 0) throw SystemError(env, -result, "open");
+  return Napi::Number::New(env, result);
+}
+
+// unlockFile(fd): lets go of a lock tryLockFile took.
+Napi::Value UnlockFileJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "unlockFile(fd)");
+  const int result = UnlockFile(info[0].As<Napi::Number>().Int32Value());
+  if (result != 0) throw SystemError(env, -result, "flock");
+  return env.Undefined();
+}
+
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
 }
@@ -479,6 +501,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));
+  exports.Set("tryLockFile", Napi::Function::New<TryLockFileJs>(env, "tryLockFile"));
+  exports.Set("unlockFile", Napi::Function::New<UnlockFileJs>(env, "unlockFile"));
   RegisterDequant(env, exports);
   return exports;
 }

@@ -16,6 +16,7 @@ export type Fault =
   | '429' // Too Many Requests, Retry-After: 0
   | '503'
   | '404'
+  | 'corrupt' // one byte of the body changed (a checksum mismatch)
   | 'loop'; // a redirect to itself
 
 export interface HubFileEntry {
@@ -79,6 +80,33 @@ export async function startHubServer(): Promise<HubServer> {
   function answerHub(req: IncomingMessage, res: ServerResponse): void {
     const fault = state.faults.hub.shift();
     const url = new URL(req.url ?? '/', endpoint);
+    // What @huggingface/hub asks first: POST /api/models/{repo}/paths-info/{rev} { paths }.
+    const info = /^\/api\/models\/([^/]+\/[^/]+)\/paths-info\/([^/]+)$/.exec(url.pathname);
+    if (info !== null && req.method === 'POST') {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d));
+      req.on('end', () => {
+        const paths = (JSON.parse(body || '{}') as { paths?: string[] }).paths ?? [];
+        const entries = paths.flatMap((p) => {
+          const f = state.files.get(`${info[1]}/${p}`);
+          if (f === undefined) return [];
+          const oid = createHash('sha1').update(`blob ${f.bytes.byteLength}\0`).update(f.bytes).digest('hex');
+          return [{ type: 'file', path: p, size: f.bytes.byteLength, oid, lfs: { oid: sha256(f.bytes), size: f.bytes.byteLength }, lastCommit: { id: state.commit, title: 'add', date: new Date(0).toISOString() } }];
+        });
+        for (const e of entries) blobs.set(e.lfs.oid, state.files.get(`${info[1]}/${e.path}`)!.bytes);
+        res.setHeader('Content-Type', 'application/json');
+        send('hub', req, res, 200, new TextEncoder().encode(JSON.stringify(entries)), undefined);
+      });
+      return;
+    }
+    // The file listing: /api/models/{repo}/tree/{rev}?recursive=true
+    const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)$/.exec(url.pathname);
+    if (tree !== null) {
+      const prefix = `${tree[1]}/`;
+      const listing = [...state.files].filter(([key]) => key.startsWith(prefix)).map(([key, f]) => ({ type: 'file', path: key.slice(prefix.length), size: f.bytes.byteLength }));
+      res.setHeader('Content-Type', 'application/json');
+      return send('hub', req, res, 200, new TextEncoder().encode(JSON.stringify(listing)), undefined);
+    }
     const m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
     const entry = m === null ? undefined : state.files.get(`${m[1]}/${decodeURIComponent(m[3]!)}`);
     if (state.requireToken !== undefined && req.headers.authorization !== `Bearer ${state.requireToken}`) return finish('hub', req, res, 401);
@@ -108,12 +136,18 @@ export async function startHubServer(): Promise<HubServer> {
     const bytes = blobs.get(url.pathname.replace('/blobs/', ''));
     const expires = Number(url.searchParams.get('Expires'));
     if (bytes === undefined) return finish('cdn', req, res, 404);
+    res.setHeader('ETag', `"${url.pathname.replace('/blobs/', '')}"`);
     if (fault === 'expired' || !(expires > Date.now())) return finish('cdn', req, res, 403);
     if (fault === '429' || fault === '503') {
       if (fault === '429') res.setHeader('Retry-After', '0');
       return finish('cdn', req, res, Number(fault));
     }
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (fault === 'corrupt') {
+      const changed = bytes.slice();
+      changed[changed.length >> 1]! ^= 0xff;
+      return send('cdn', req, res, 200, changed, fault);
+    }
     if (m === null || fault === 'ignore-range') return send('cdn', req, res, 200, bytes, fault);
     const start = Number(m[1]);
     const end = Math.min(m[2] === '' ? bytes.byteLength - 1 : Number(m[2]), bytes.byteLength - 1);

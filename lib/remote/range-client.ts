@@ -38,6 +38,42 @@ export function redactUrl(url: string): string {
   }
 }
 
+export interface RequestInit {
+  fetch: typeof globalThis.fetch;
+  /** The origin the credentials are for. */
+  origin: string;
+  authorization?: string;
+  headers?: Record<string, string>;
+  method?: string;
+  signal?: AbortSignal;
+  /** For errors: the byte the request is for. */
+  offset?: number;
+}
+
+/**
+ * One request, redirects followed by hand: the Authorization header (and cookies) go to
+ * `origin` only, never to a CDN or another host a redirect names. `resolved` is the last
+ * temporary redirect's target (a CDN's signed URL), for later requests of the same file.
+ */
+export async function request(url: string, init: RequestInit): Promise<{ response: Response; resolved?: string }> {
+  let resolved: string | undefined;
+  for (let hops = 0; ; hops++) {
+    if (hops > MAX_REDIRECTS) throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: more than ${MAX_REDIRECTS} redirects`, init.offset ?? 0);
+    const headers: Record<string, string> = { ...init.headers, 'Accept-Encoding': 'identity' };
+    if (new URL(url).origin === init.origin) {
+      if (init.authorization !== undefined) headers['Authorization'] = init.authorization;
+    } else {
+      for (const name of Object.keys(headers)) if (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie') delete headers[name];
+    }
+    const response = await init.fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', signal: init.signal });
+    const location = response.headers.get('location');
+    if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved };
+    await response.body?.cancel();
+    url = new URL(location, url).href;
+    if (response.status === 302 || response.status === 303 || response.status === 307) resolved = url;
+  }
+}
+
 /** A failure worth another attempt (429, 5xx, a connection broken or cut short, a timeout). */
 class Retryable extends Error {
   constructor(
@@ -106,36 +142,20 @@ export class RangeClient {
 
   /** The response to a GET of `range`, redirects followed, from the resolved URL where there is one. */
   private async get(range: string, signal: AbortSignal, offset: number): Promise<Response> {
-    let url = this.resolved ?? this.url;
-    let reresolved = false;
-    for (let hops = 0; ; hops++) {
-      if (hops > MAX_REDIRECTS) throw new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: more than ${MAX_REDIRECTS} redirects`, offset);
-      const headers: Record<string, string> = { ...this.options.headers, Range: range, 'Accept-Encoding': 'identity' };
-      // Credentials go to the origin they were given for, never to a CDN or mirror it redirects to.
-      if (new URL(url).origin === this.origin) {
-        if (this.options.authorization !== undefined) headers['Authorization'] = this.options.authorization;
-      } else {
-        for (const name of Object.keys(headers)) if (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie') delete headers[name];
-      }
+    const counted: typeof globalThis.fetch = (input, options) => {
       this.stats.requests++;
-      const response = await this.fetchFn(url, { headers, redirect: 'manual', signal });
-      const location = response.headers.get('location');
-      if (response.status >= 300 && response.status < 400 && location !== null) {
-        await response.body?.cancel();
-        url = new URL(location, url).href;
-        if (response.status === 302 || response.status === 303 || response.status === 307) this.resolved = url;
-        continue;
-      }
-      // An expired signed URL: resolve it again from the original, once.
-      if (response.status === 403 && this.resolved !== undefined && !reresolved) {
-        await response.body?.cancel();
-        this.resolved = undefined;
-        reresolved = true;
-        url = this.url;
-        continue;
-      }
-      return response;
+      return this.fetchFn(input, options);
+    };
+    const init = { fetch: counted, origin: this.origin, authorization: this.options.authorization, headers: { ...this.options.headers, Range: range }, signal, offset };
+    let { response, resolved } = await request(this.resolved ?? this.url, init);
+    // An expired signed URL: resolve it again from the original, once.
+    if (response.status === 403 && this.resolved !== undefined) {
+      await response.body?.cancel();
+      this.resolved = undefined;
+      ({ response, resolved } = await request(this.url, init));
     }
+    if (resolved !== undefined) this.resolved = resolved;
+    return response;
   }
 
   /** The bytes [offset, end) from `response`, checked against what was asked. */

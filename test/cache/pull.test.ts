@@ -1,0 +1,218 @@
+// Downloads into the Hugging Face cache, against the Hub imitation on 127.0.0.1; interop with
+// @huggingface/hub (npm) and Python's filelock (Debian's python3-filelock) as real peers.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { encodeGguf, listCache, openGguf, pullModel, writeGgufSplit, type GgufWriteSpec } from '../../lib/index.js';
+import { withFileLock } from '../../lib/cache/file-lock.js';
+import { startHubServer, type HubServer } from '../../scripts/hub-imitation.js';
+import { mmapOnly, READ_MODE } from '../helpers/mode.js';
+import { tempDir } from '../helpers/tmp.js';
+
+let hub: HubServer;
+let cacheDir: string;
+const DIST_INDEX = pathToFileURL(join(import.meta.dirname, '../../dist/lib/index.js')).href;
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const opts = () => ({ cacheDir, backoffMs: 1 });
+
+function spec(n = 4, bytesEach = 1 << 16): GgufWriteSpec {
+  return {
+    metadata: [['general.architecture', { type: 'STRING', value: 'llama' }]],
+    tensors: Array.from({ length: n }, (_, i) => ({ name: `t${i}`, type: 'I8', shape: [bytesEach], data: new Uint8Array(bytesEach).map((_, j) => (i * 31 + j * 7) & 0xff) })),
+  };
+}
+
+function serve(repoPath: string, bytes: Uint8Array): Uint8Array {
+  hub.files.set(repoPath, { bytes });
+  return bytes;
+}
+
+const downloads = () => hub.log.filter((r) => r.server === 'cdn' && (r.status === 200 || r.status === 206));
+
+beforeAll(async () => {
+  hub = await startHubServer();
+  process.env.HF_ENDPOINT = hub.endpoint;
+});
+afterAll(async () => {
+  delete process.env.HF_ENDPOINT;
+  await hub.close();
+});
+beforeEach(() => {
+  cacheDir = tempDir('gguf-mmap-hf-cache-');
+  hub.log.length = 0;
+  hub.faults.cdn.length = 0;
+  hub.faults.hub.length = 0;
+  hub.latencyMs = 0;
+  delete process.env.HF_HUB_OFFLINE;
+});
+
+describe('pullModel', () => {
+  it('downloads into the shared cache layout; the path maps with openGguf; a second pull needs no network', async () => {
+    const bytes = serve('org/repo/model.gguf', encodeGguf(spec()));
+    const pulled = await pullModel('hf:org/repo/model.gguf', opts());
+    const folder = join(cacheDir, 'models--org--repo');
+    expect(pulled).toMatchObject({ repo: 'org/repo', revision: 'main', commit: hub.commit, downloaded: bytes.byteLength });
+    expect(pulled.path).toBe(join(folder, 'snapshots', hub.commit, 'model.gguf'));
+    expect(readlinkSync(pulled.path)).toBe(`../../blobs/${sha256(bytes)}`);
+    expect(readFileSync(join(folder, 'refs', 'main'), 'utf8')).toBe(hub.commit);
+    expect(readdirSync(join(folder, 'blobs'))).toEqual([sha256(bytes)]);
+    expect(existsSync(join(cacheDir, '.locks', 'models--org--repo', `${sha256(bytes)}.lock`))).toBe(true);
+    using g = openGguf(pulled.path);
+    expect(g.tensor('t3')!.bytes).toEqual(new Uint8Array(spec().tensors![3]!.data!));
+    hub.log.length = 0;
+    expect(await pullModel('hf:org/repo/model.gguf', opts())).toMatchObject({ path: pulled.path, downloaded: 0 });
+    expect(hub.log).toEqual([]);
+    expect(listCache(cacheDir)).toEqual([{ repo: 'org/repo', files: [{ path: 'model.gguf', revision: 'main', commit: hub.commit, bytes: bytes.byteLength }], bytes: bytes.byteLength }]);
+  });
+
+  it('HF_HUB_OFFLINE resolves from refs/ and snapshots/, else NOT_CACHED naming what is missing', async () => {
+    serve('org/off/model.gguf', encodeGguf(spec()));
+    const pulled = await pullModel('hf:org/off/model.gguf', opts());
+    process.env.HF_HUB_OFFLINE = '1';
+    hub.log.length = 0;
+    expect((await pullModel('hf:org/off/model.gguf', opts())).path).toBe(pulled.path);
+    await expect(pullModel('hf:org/off/other.gguf', opts())).rejects.toMatchObject({ code: 'NOT_CACHED', message: expect.stringContaining('no such file in its snapshot') });
+    await expect(pullModel('hf:org/off/model.gguf@v2', opts())).rejects.toMatchObject({ code: 'NOT_CACHED', message: expect.stringContaining('no refs/v2') });
+    expect(hub.log).toEqual([]);
+  });
+
+  it('a connection reset mid-body resumes with Range from the bytes on disk', async () => {
+    const bytes = serve('org/resume/model.gguf', encodeGguf(spec(8, 1 << 18)));
+    hub.faults.cdn.push('reset');
+    const pulled = await pullModel('hf:org/resume/model.gguf', opts());
+    expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
+    const ranges = downloads().map((r) => r.range);
+    expect(ranges[0]).toBe('bytes=0-');
+    expect(Number(/bytes=(\d+)-/.exec(ranges[1]!)![1])).toBeGreaterThan(0);
+    expect(readdirSync(join(cacheDir, 'models--org--resume', 'blobs'))).toEqual([sha256(bytes)]);
+  });
+
+  it('a checksum mismatch deletes the download: no blob, no .incomplete, no snapshot', async () => {
+    serve('org/bad/model.gguf', encodeGguf(spec()));
+    hub.faults.cdn.push('corrupt');
+    await expect(pullModel('hf:org/bad/model.gguf', opts())).rejects.toMatchObject({ code: 'CHECKSUM_MISMATCH' });
+    expect(readdirSync(join(cacheDir, 'models--org--bad', 'blobs'))).toEqual([]);
+    expect(existsSync(join(cacheDir, 'models--org--bad', 'snapshots'))).toBe(false);
+    await expect(pullModel('hf:org/bad/model.gguf', { ...opts(), sha256: '0'.repeat(64) })).rejects.toMatchObject({ code: 'CHECKSUM_MISMATCH' });
+  });
+
+  it('any part of a split model pulls every part, with one progress; hf:ORG/REPO:QUANT picks the file', async () => {
+    const dir = tempDir();
+    const paths = writeGgufSplit(join(dir, 'tiny-Q4_K_M'), spec(6), { maxTensors: 2 });
+    for (const p of paths) serve(`org/split/${p.split('/').pop()!}`, new Uint8Array(readFileSync(p)));
+    serve('org/split/tiny-Q8_0.gguf', encodeGguf(spec(1)));
+    const seen: Array<[number, number]> = [];
+    const pulled = await pullModel('hf:org/split/tiny-Q4_K_M-00002-of-00003.gguf', { ...opts(), onProgress: (done, total) => seen.push([done, total]) });
+    expect(pulled.parts.map((p) => p.split('/').pop())).toEqual(paths.map((p) => p.split('/').pop()));
+    expect(pulled.path).toBe(pulled.parts[0]);
+    const total = paths.reduce((n, p) => n + readFileSync(p).byteLength, 0);
+    expect(seen.at(-1)).toEqual([total, total]);
+    using g = openGguf(pulled.path);
+    expect(g.tensorCount).toBe(6);
+    expect((await pullModel('hf:org/split:Q4_K_M', opts())).path).toBe(pulled.path);
+    expect((await pullModel('hf:org/split:q8_0', opts())).path.endsWith('tiny-Q8_0.gguf')).toBe(true);
+    await expect(pullModel('hf:org/split:IQ2_XS', opts())).rejects.toMatchObject({ code: 'FILE_NOT_FOUND' });
+    process.env.HF_HUB_OFFLINE = '1';
+    expect((await pullModel('hf:org/split:Q4_K_M', opts())).path).toBe(pulled.path);
+  });
+
+  it('paths never leave the cache: .. in a path is a TypeError; a symlink planted in the layout is refused', async () => {
+    await expect(pullModel('hf:org/esc/../../x.gguf', opts())).rejects.toThrow(TypeError);
+    serve('org/esc/sub/model.gguf', encodeGguf(spec()));
+    const outside = tempDir();
+    mkdirSync(join(cacheDir, 'models--org--esc', 'snapshots', hub.commit), { recursive: true });
+    symlinkSync(outside, join(cacheDir, 'models--org--esc', 'snapshots', hub.commit, 'sub'));
+    await expect(pullModel('hf:org/esc/sub/model.gguf', opts())).rejects.toMatchObject({ code: 'ENOTDIR' });
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it('a token goes to the Hub only; a gated repository without one is HTTP_ERROR naming the token', async () => {
+    serve('org/gated/model.gguf', encodeGguf(spec()));
+    hub.requireToken = 'hf_pull_token';
+    try {
+      await expect(pullModel('hf:org/gated/model.gguf', opts())).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('token') });
+      await pullModel('hf:org/gated/model.gguf', { ...opts(), token: 'hf_pull_token' });
+      expect(hub.log.filter((r) => r.server === 'cdn').every((r) => r.authorization === undefined)).toBe(true);
+    } finally {
+      hub.requireToken = undefined;
+    }
+  });
+});
+
+describe.skipIf(READ_MODE)(mmapOnly('one download per blob across processes and threads'), () => {
+  it('two processes and two worker threads pulling the same file at once: one download, all get it', async () => {
+    const bytes = serve('org/race/model.gguf', encodeGguf(spec(8, 1 << 18)));
+    hub.latencyMs = 30;
+    const script = `
+      import { pullModel } from ${JSON.stringify(DIST_INDEX)};
+      import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+      const pull = () => pullModel('hf:org/race/model.gguf', { cacheDir: ${JSON.stringify(cacheDir)} }).then((p) => p.path);
+      if (isMainThread) {
+        const worker = new Worker(new URL(import.meta.url), { eval: false });
+        const [a, b] = await Promise.all([pull(), new Promise((r) => worker.once('message', r))]);
+        console.log(JSON.stringify([a, b]));
+      } else parentPort.postMessage(await pull());
+    `;
+    const file = join(tempDir(), 'race.mjs');
+    (await import('node:fs')).writeFileSync(file, script);
+    const run = () =>
+      new Promise<string[]>((resolve, reject) => {
+        const child = spawn(process.execPath, [file], { env: { ...process.env, HF_ENDPOINT: hub.endpoint } });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.stderr.on('data', (d) => (err += d));
+        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!)) : reject(new Error(err))));
+      });
+    const results = (await Promise.all([run(), run()])).flat();
+    expect(new Set(results).size).toBe(1);
+    expect(downloads()).toHaveLength(1);
+    expect(sha256(readFileSync(results[0]!))).toBe(sha256(bytes));
+  });
+});
+
+describe('real peers', () => {
+  it('@huggingface/hub: what it downloads, pullModel finds offline; what pullModel downloads, its scanCacheDir lists', async () => {
+    const { downloadFileToCacheDir, scanCacheDir } = await import('@huggingface/hub');
+    const bytes = serve('org/peer/model.gguf', encodeGguf(spec()));
+    const theirs = await downloadFileToCacheDir({ repo: 'org/peer', path: 'model.gguf', hubUrl: hub.endpoint, cacheDir });
+    process.env.HF_HUB_OFFLINE = '1';
+    const ours = await pullModel('hf:org/peer/model.gguf', opts());
+    expect(ours.path).toBe(theirs);
+    expect(sha256(readFileSync(ours.path))).toBe(sha256(bytes));
+    delete process.env.HF_HUB_OFFLINE;
+    serve('org/peer2/model.gguf', encodeGguf(spec(2)));
+    await pullModel('hf:org/peer2/model.gguf', opts());
+    const scan = await scanCacheDir(cacheDir);
+    const repo = [...scan.repos].find((r) => r.id.name === 'org/peer2');
+    expect(repo?.revisions.map((rev) => rev.commitOid)).toEqual([hub.commit]);
+    expect([...(repo?.revisions[0]?.files ?? [])].map((f) => f.path.split('/').pop())).toEqual(['model.gguf']);
+  });
+
+  // Debian's python3-filelock is for /usr/bin/python3 (PATH may lead to another Python first).
+  const pythons = ['/usr/bin/python3', 'python3'];
+  const pythonBin = pythons.find((p) => spawnSync(p, ['-c', 'import filelock']).status === 0) ?? 'python3';
+  const python = spawnSync(pythonBin, ['-c', 'import filelock'], { encoding: 'utf8' });
+  it.skipIf(python.status !== 0 || READ_MODE)(
+    python.status !== 0 ? "Python's filelock [skipped: python3 with filelock is not installed (Debian: python3-filelock)]" : mmapOnly("Python's filelock: its lock makes our download wait; ours makes it wait"),
+    async () => {
+      const bytes = serve('org/py/model.gguf', encodeGguf(spec()));
+      const lock = join(cacheDir, '.locks', 'models--org--py', `${sha256(bytes)}.lock`);
+      mkdirSync(join(cacheDir, '.locks', 'models--org--py'), { recursive: true });
+      // Python holds the lock for 1.5 s.
+      const holder = spawn(pythonBin, ['-c', `import filelock, time, sys\nwith filelock.FileLock(${JSON.stringify(lock)}):\n  print('locked', flush=True)\n  time.sleep(1.5)`]);
+      await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+      const start = performance.now();
+      await pullModel('hf:org/py/model.gguf', opts());
+      expect(performance.now() - start).toBeGreaterThan(1000);
+      // Ours held: Python's acquire times out.
+      const r = await withFileLock(lock, async () => spawnSync(pythonBin, ['-c', `import filelock\ntry:\n  filelock.FileLock(${JSON.stringify(lock)}).acquire(timeout=0.3)\n  print('acquired')\nexcept filelock.Timeout:\n  print('timeout')`], { encoding: 'utf8' }));
+      expect(r.stdout.trim()).toBe('timeout');
+      rmSync(lock, { force: true });
+      expect(lstatSync(join(cacheDir, 'models--org--py', 'snapshots', hub.commit, 'model.gguf')).isSymbolicLink()).toBe(true);
+    },
+  );
+});
