@@ -29,3 +29,4 @@ export { openGgufRemote, type OpenRemoteOptions } from './remote/open-remote.js'
 export type { RemoteOptions } from './remote/range-client.js';
 export { pullModel, type PullOptions, type PulledModel } from './cache/pull.js';
 export { hubCacheDir, listCache, type CachedRepo } from './cache/hf-cache.js';
+export { modelForTests, type TestModel, type TestModelOptions } from './testing/model-for-tests.js';

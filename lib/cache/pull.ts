@@ -15,12 +15,14 @@ export interface PullOptions extends Pick<RemoteOptions, 'fetch' | 'token' | 'si
   revision?: string;
   /** The cache's root (default: HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). */
   cacheDir?: string;
-  /** Bytes done and the total, of every part together. */
-  onProgress?: (done: number, total: number) => void;
+  /** Bytes done and the total, of every part together; `parts`: each part's (one for a file not split). */
+  onProgress?: (done: number, total: number, parts: ReadonlyArray<{ done: number; total: number }>) => void;
   /** The file's expected sha256 (hex): else the Hub's X-Linked-Etag (the LFS sha256) is checked. */
   sha256?: string;
   /** Ask the Hub even when the revision's file is cached (a branch may have moved). Default false. */
   refresh?: boolean;
+  /** Never ask the Hub: the cache only (default: HF_HUB_OFFLINE). */
+  offline?: boolean;
 }
 
 export interface PulledModel {
@@ -38,9 +40,9 @@ export interface PulledModel {
 // Parts of a split model downloaded at once.
 const PART_CONCURRENCY = 3;
 
-/** HF_HUB_OFFLINE, as huggingface_hub reads it. */
-function offline(): boolean {
-  return ['1', 'true', 'yes', 'on'].includes((process.env.HF_HUB_OFFLINE ?? '').toLowerCase());
+/** `options.offline`, else HF_HUB_OFFLINE as huggingface_hub reads it. */
+function isOffline(options: PullOptions): boolean {
+  return options.offline ?? ['1', 'true', 'yes', 'on'].includes((process.env.HF_HUB_OFFLINE ?? '').toLowerCase());
 }
 
 /**
@@ -90,7 +92,7 @@ class CombinedProgress {
   report(part: number, done: number, total: number): void {
     this.done[part] = done;
     this.totals[part] = total;
-    this.onProgress?.(sum(this.done), sum(this.totals));
+    this.onProgress?.(sum(this.done), sum(this.totals), this.done.map((done, i) => ({ done, total: this.totals[i]! })));
   }
 }
 
@@ -107,10 +109,10 @@ async function resolveUri(uri: string, options: PullOptions, root: string): Prom
   const repo = quant[1]!;
   const revision = quant[3] ?? options.revision ?? 'main';
   const cache = new RepoCache(root, repo);
-  const files = offline() ? cache.snapshotFiles(revision) : await listRepoFiles(repo, revision, options);
+  const files = isOffline(options) ? cache.snapshotFiles(revision) : await listRepoFiles(repo, revision, options);
   const path = pickQuant(files, quant[2]!);
   if (path === undefined) {
-    throw new GgufError('FILE_NOT_FOUND', `no .gguf file of quantization ${quant[2]} in ${repo}@${revision}${offline() ? ' (HF_HUB_OFFLINE: looked in the cache only)' : ''}; files: ${files.filter((f) => f.endsWith('.gguf')).join(', ') || 'none'}`, 0);
+    throw new GgufError('FILE_NOT_FOUND', `no .gguf file of quantization ${quant[2]} in ${repo}@${revision}${isOffline(options) ? ' (offline: looked in the cache only)' : ''}; files: ${files.filter((f) => f.endsWith('.gguf')).join(', ') || 'none'}`, 0);
   }
   return { repo, path, revision };
 }
@@ -179,9 +181,9 @@ async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> 
 /** One file into the cache: its snapshot path, commit and the bytes downloaded. */
 async function pullFile(cache: RepoCache, file: HubFile, options: PullOptions, onProgress: (done: number, total: number) => void): Promise<{ path: string; commit: string; downloaded: number }> {
   const cached = options.refresh ? undefined : cache.find(file.revision, file.path);
-  if (cached !== undefined || offline()) {
+  if (cached !== undefined || isOffline(options)) {
     if (cached === undefined) {
-      throw new GgufError('NOT_CACHED', `HF_HUB_OFFLINE is set and ${file.repo}/${file.path}@${file.revision} is not in the cache (${cache.folder}: ${cache.commitOf(file.revision) === undefined ? `no refs/${file.revision}` : 'no such file in its snapshot'})`, 0);
+      throw new GgufError('NOT_CACHED', `offline (HF_HUB_OFFLINE or { offline }) and ${file.repo}/${file.path}@${file.revision} is not in the cache (${cache.folder}: ${cache.commitOf(file.revision) === undefined ? `no refs/${file.revision}` : 'no such file in its snapshot'})`, 0);
     }
     const size = statSync(cached).size;
     onProgress(size, size);

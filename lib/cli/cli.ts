@@ -6,6 +6,7 @@ import type { DequantBackend } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
+import { cacheListing, runPull } from './pull-command.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -16,6 +17,8 @@ function packageVersion(): string {
 
 const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--json] [--sha256] [--no-split]
        gguf-mmap warm FILE [--no-split]
+       gguf-mmap pull hf:ORG/REPO/PATH[@REV] | hf:ORG/REPO:QUANT [--revision REV] [--cache-dir DIR]
+       gguf-mmap cache [--json]
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js] [--no-split]
 
@@ -31,6 +34,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    renamed part; warm and dequant take it too)
   warm FILE        bring the whole file into memory (the page cache) before use,
                    with a progress bar and MB/s on a terminal, a summary otherwise
+  pull URI         download a model into the Hugging Face cache (the one huggingface_hub
+                   and llama.cpp share; HF_HUB_CACHE, HF_HOME), resuming and checking its
+                   sha256; every part of a split model; the local path last on stdout.
+                   A cached file needs no network; HF_HUB_OFFLINE=1 never asks.
+                   HF_ENDPOINT, HF_TOKEN honoured. hf:ORG/REPO:Q4_K_M picks that file.
+  cache            list the cached models, their files and sizes (--json)
   dequant FILE TENSOR
                    dequantize a tensor to float32 (bit for bit as ggml) and print
                    min, max, mean and the NaN and Inf counts.
@@ -57,6 +66,12 @@ function run(argv: string[]): number {
     return 0;
   }
   if (command === 'dequant') return dequant(rest);
+  if (command === 'pull') return pull(rest);
+  if (command === 'cache') {
+    if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
+    process.stdout.write(cacheListing(rest.includes('--json')));
+    return 0;
+  }
   if (command === 'warm') return warm(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
@@ -107,6 +122,28 @@ function writeBuffered(produce: (write: (chunk: string) => void) => void): void 
     if (size >= 1 << 20) flush();
   });
   flush();
+}
+
+/** `pull URI`: pullModel with progress; the path last on stdout. */
+function pull(args: string[]): number {
+  const positional: string[] = [];
+  const options: { revision?: string; cacheDir?: string } = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--revision' || arg === '--cache-dir') {
+      const value = args[++i];
+      if (value === undefined) throw new UsageError(`${arg} needs a value`);
+      if (arg === '--revision') options.revision = value;
+      else options.cacheDir = value;
+    } else if (arg.startsWith('--')) {
+      throw new UsageError(`unknown option '${arg}'`);
+    } else {
+      positional.push(arg);
+    }
+  }
+  if (positional.length !== 1) throw new UsageError('pull takes one URI');
+  runPull(positional[0]!, options, process.stderr.isTTY ? process.stderr : undefined).catch(report);
+  return 0;
 }
 
 /** `warm FILE`: prefetch() the whole file, showing progress on a terminal. */
@@ -173,9 +210,9 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
-const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE']);
+const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 
 /**
  * One line on stderr and the exit status for an error: 2 for an invalid file, 3 for what cannot

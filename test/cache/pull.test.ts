@@ -216,3 +216,56 @@ describe('real peers', () => {
     },
   );
 });
+
+describe('modelForTests and the CLI', () => {
+  it('modelForTests: the cached path, downloaded once; a skip reason when not cached and offline or unreachable', async () => {
+    const { modelForTests } = await import('../../lib/index.js');
+    serve('org/suite/model.gguf', encodeGguf(spec()));
+    expect(await modelForTests('hf:org/suite/model.gguf', { ...opts(), download: false })).toEqual({ path: undefined, skip: expect.stringMatching(/^skipped: hf:org\/suite\/model\.gguf is not cached and offline \(NOT_CACHED: /) });
+    const got = await modelForTests('hf:org/suite/model.gguf', opts());
+    expect(got.path).toBe(join(cacheDir, 'models--org--suite', 'snapshots', hub.commit, 'model.gguf'));
+    expect(await modelForTests('hf:org/suite/model.gguf', { ...opts(), download: false })).toEqual(got);
+    // A Hub that cannot be reached (nothing listens there).
+    const { createServer } = await import('node:net');
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as { port: number }).port;
+        s.close(() => resolve(port));
+      });
+    });
+    process.env.HF_ENDPOINT = `http://127.0.0.1:${closed}`;
+    try {
+      expect((await modelForTests('hf:org/suite/other.gguf', opts())).skip).toMatch(/not cached and it cannot be downloaded \(NETWORK_ERROR/);
+    } finally {
+      process.env.HF_ENDPOINT = hub.endpoint;
+    }
+    await expect(modelForTests('not-a-uri', opts())).rejects.toThrow(TypeError);
+  });
+
+  it('gguf-mmap pull prints the path last on stdout and one summary line; cache lists it', async () => {
+    const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
+    const bytes = serve('org/cli/m-Q4_K_M.gguf', encodeGguf(spec()));
+    const run = (...args: string[]) =>
+      new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, HF_ENDPOINT: hub.endpoint, HF_HUB_CACHE: cacheDir } });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (code) => resolve({ status: code ?? -1, stdout, stderr }));
+      });
+    const r = await run('pull', 'hf:org/cli:Q4_K_M');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${join(cacheDir, 'models--org--cli', 'snapshots', hub.commit, 'm-Q4_K_M.gguf')}\n`);
+    expect(r.stderr).toMatch(new RegExp(`^org/cli@main \\(${hub.commit.slice(0, 10)}\\): downloaded ${(bytes.byteLength / 1024).toFixed(1)} KiB in `));
+    const again = await run('pull', 'hf:org/cli/m-Q4_K_M.gguf');
+    expect(again.stderr).toContain('): cached');
+    const listing = await run('cache');
+    expect(listing.stdout).toContain('org/cli');
+    expect(listing.stdout).toMatch(/m-Q4_K_M\.gguf {2}.* {2}main \(/);
+    expect(JSON.parse((await run('cache', '--json')).stdout).repos[0].files[0].path).toBe('m-Q4_K_M.gguf');
+    const offline = await run('pull', 'hf:org/cli/absent.gguf');
+    expect(offline.status).toBe(1);
+    expect(offline.stderr).toMatch(/^gguf-mmap: HTTP_ERROR: .*404/);
+  });
+});

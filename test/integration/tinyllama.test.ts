@@ -1,21 +1,23 @@
 import { join } from 'node:path';
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openGguf, type Q4KBlock } from '../../lib/index.js';
+import { modelForTests, openGguf, type Q4KBlock } from '../../lib/index.js';
 import { ensureTinyllamaShaped, N_MERGES, N_VOCAB } from '../../scripts/tinyllama-shape.js';
-import { findTinyllama } from '../../scripts/tinyllama.js';
+import { findTinyllama, TINYLLAMA_FILE } from '../../scripts/tinyllama.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 import { tempDir } from '../helpers/tmp.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 
-// The real model when one is at hand (GGUF_TINYLLAMA, or the cache `npm run fetch:tinyllama`
-// fills); otherwise a generated file of the same shape.
-const real = findTinyllama();
+// The real model when one is at hand (GGUF_TINYLLAMA, the cache `npm run fetch:tinyllama` fills,
+// or the Hugging Face cache, downloaded there with GGUF_MMAP_DOWNLOAD=1); otherwise a generated
+// file of the same shape.
+const fromHub = await modelForTests(`hf:TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF/${TINYLLAMA_FILE}`, { download: process.env.GGUF_MMAP_DOWNLOAD === '1' });
+const real = findTinyllama() ?? fromHub.path;
 let path: string;
 
 beforeAll(() => {
   if (real === undefined) {
-    console.warn('TinyLlama not found (set GGUF_TINYLLAMA or run npm run fetch:tinyllama): using a generated file of its shape');
+    console.warn(`TinyLlama not found (set GGUF_TINYLLAMA, run npm run fetch:tinyllama, or GGUF_MMAP_DOWNLOAD=1 to pull it; ${fromHub.skip}): using a generated file of its shape`);
     path = ensureTinyllamaShaped(join(tempDir(), 'tinyllama-shaped.gguf'));
   } else {
     path = real;

@@ -1,0 +1,36 @@
+import { GgufError } from '../errors.js';
+import { pullModel, type PullOptions } from '../cache/pull.js';
+
+export interface TestModel {
+  /** The model's path in the Hugging Face cache (mapped by openGguf), or undefined when it cannot be had. */
+  readonly path: string | undefined;
+  /** Why not, for the test runner's skip message: "skipped: ... not cached and offline (...)". */
+  readonly skip: string | undefined;
+}
+
+export interface TestModelOptions extends PullOptions {
+  /** Download it when it is not cached (default true); false looks in the cache only. */
+  download?: boolean;
+}
+
+// Why a model cannot be had here: no network, not cached offline, the Hub refusing.
+const UNAVAILABLE = new Set(['NETWORK_ERROR', 'NOT_CACHED', 'HTTP_ERROR', 'BAD_RESPONSE']);
+
+/**
+ * A model for a test suite: its cached path, downloaded once for every worker and process that
+ * asks at once (they wait on one download, as pullModel locks it), or a reason to skip it when it
+ * is neither cached nor downloadable (offline, HF_HUB_OFFLINE, a gated repository without a
+ * token). Other failures (a checksum mismatch, a full disk, a bad URI) throw.
+ */
+export async function modelForTests(uri: string, options: TestModelOptions = {}): Promise<TestModel> {
+  try {
+    const pulled = await pullModel(uri, options.download === false ? { ...options, offline: true } : options);
+    return { path: pulled.path, skip: undefined };
+  } catch (error) {
+    if (error instanceof GgufError && UNAVAILABLE.has(error.code)) {
+      const why = error.code === 'NOT_CACHED' ? 'not cached and offline' : 'not cached and it cannot be downloaded';
+      return { path: undefined, skip: `skipped: ${uri} is ${why} (${error.code}: ${error.message})` };
+    }
+    throw error;
+  }
+}
