@@ -81,6 +81,8 @@ check "CLI: gguf-mmap --version and inspect" bash -c "PATH='$bin' ./node_modules
 # Strict TypeScript: the README's examples and a consumer file, compiled with no casts under three
 # resolutions.
 cp "$repo/test/types/consumer.ts" consumer.ts
+# The "In tests" example imports vitest: the repository's, linked in (its own imports resolve there).
+ln -sfn "$repo/node_modules/vitest" node_modules/vitest
 node -e '
   const { readFileSync, writeFileSync } = require("node:fs");
   const blocks = [...readFileSync(process.argv[1], "utf8").matchAll(/```ts\n([\s\S]*?)```/g)];

@@ -33,7 +33,8 @@ describe('types for consumers', () => {
         types: ['node'],
         typeRoots: [join(repo, 'node_modules/@types')],
         skipLibCheck: true,
-        paths: { 'gguf-mmap': [join(repo, 'lib/index.ts')] },
+        // The "In tests" example imports vitest.
+        paths: { 'gguf-mmap': [join(repo, 'lib/index.ts')], vitest: [join(repo, 'node_modules/vitest/dist/index.d.ts')] },
       },
       files: [join(repo, 'test/types/consumer.ts'), ...files],
     };
