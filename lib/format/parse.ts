@@ -284,18 +284,28 @@ function skipStrings(cur: Cursor, count: number): void {
     return;
   }
   const stop = -1 - end;
-  // Past the window (HEADER_TOO_LARGE): where the array may end, from the elements walked so far.
-  const walked = countStrings(cur, stop);
-  if (walked > 0) cur.arrayEndGuess = stop + Math.ceil(((stop - cur.pos) / walked) * (count - walked));
+  const first = cur.pos;
   cur.pos = stop;
-  cur.string('string'); // throws: TRUNCATED, or HEADER_TOO_LARGE past the window
+  try {
+    cur.string('string'); // throws: TRUNCATED, or HEADER_TOO_LARGE past the window
+  } catch (error) {
+    // Past the window: where the array may end, from the elements walked so far.
+    if (error instanceof GgufError && error.code === 'HEADER_TOO_LARGE') {
+      const walked = countStrings(cur.view, first, stop, cur.countSize, cur.littleEndian);
+      if (walked > 0) cur.arrayEndGuess = stop + Math.ceil(((stop - first) / walked) * (count - walked));
+    }
+    throw error;
+  }
   throw new Error(`unreachable: string at ${-1 - end} read back as valid`);
 }
 
-/** How many strings lie between the cursor and `stop` (where a walk over them stopped). */
-function countStrings(cur: Cursor, stop: number): number {
+/** How many strings lie in [from, stop) (a walk that stopped at `stop` checked them). */
+function countStrings(view: DataView, from: number, stop: number, width: number, littleEndian: boolean): number {
   let n = 0;
-  for (let pos = cur.pos; pos < stop; n++) pos = walkStrings(cur.view, pos, 1, cur.countSize, cur.littleEndian);
+  for (let pos = from; pos < stop; n++) {
+    const length = width === 4 ? view.getUint32(pos, littleEndian) : Number(view.getBigUint64(pos, littleEndian));
+    pos += width + length;
+  }
   return n;
 }
 
