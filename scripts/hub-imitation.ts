@@ -17,6 +17,7 @@ export type Fault =
   | '503'
   | '404'
   | 'corrupt' // one byte of the body changed (a checksum mismatch)
+  | 'trickle' // the body 1 KiB every 100 ms
   | 'loop'; // a redirect to itself
 
 export interface HubFileEntry {
@@ -168,6 +169,21 @@ export async function startHubServer(): Promise<HubServer> {
     logged(server, req, status, body.byteLength);
     if (fault === 'reset' || fault === 'short') {
       res.write(body.subarray(0, body.byteLength >> 1), () => (fault === 'reset' ? res.destroy() : res.socket?.end()));
+      return;
+    }
+    res.on('error', () => {});
+    if (fault === 'trickle') {
+      let sent = 0;
+      const timer = setInterval(() => {
+        if (res.destroyed || sent >= body.byteLength) {
+          clearInterval(timer);
+          if (!res.destroyed) res.end();
+          return;
+        }
+        res.write(body.subarray(sent, sent + 1024));
+        sent += 1024;
+      }, 100);
+      res.once('close', () => clearInterval(timer));
       return;
     }
     // Written in pieces, so a client that stops reading is seen to cancel.

@@ -5,14 +5,19 @@ import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { encodeGguf, listCache, openGguf, pullModel, writeGgufSplit, type GgufWriteSpec } from '../../lib/index.js';
 import { withFileLock } from '../../lib/cache/file-lock.js';
-import { startHubServer, type HubServer } from '../../scripts/hub-imitation.js';
+import type { HubServer } from '../../scripts/hub-imitation.js';
+import { useHubImitation } from '../helpers/hub.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { tempDir } from '../helpers/tmp.js';
 
+const imitation = useHubImitation();
 let hub: HubServer;
+beforeAll(() => {
+  hub = imitation.hub;
+});
 let cacheDir: string;
 const DIST_INDEX = pathToFileURL(join(import.meta.dirname, '../../dist/lib/index.js')).href;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -32,21 +37,8 @@ function serve(repoPath: string, bytes: Uint8Array): Uint8Array {
 
 const downloads = () => hub.log.filter((r) => r.server === 'cdn' && (r.status === 200 || r.status === 206));
 
-beforeAll(async () => {
-  hub = await startHubServer();
-  process.env.HF_ENDPOINT = hub.endpoint;
-});
-afterAll(async () => {
-  delete process.env.HF_ENDPOINT;
-  await hub.close();
-});
 beforeEach(() => {
   cacheDir = tempDir('gguf-mmap-hf-cache-');
-  hub.log.length = 0;
-  hub.faults.cdn.length = 0;
-  hub.faults.hub.length = 0;
-  hub.latencyMs = 0;
-  delete process.env.HF_HUB_OFFLINE;
 });
 
 describe('pullModel', () => {
