@@ -8,7 +8,7 @@
         "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
-      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags_cc": ["-std=c++17", "-O3", "-ffp-contract=off"],

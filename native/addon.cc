@@ -132,7 +132,13 @@ napi_value ReadRows(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, nullptr, "readRows(rows, count, out)");
     return nullptr;
   }
-  return ReadRowsInto(env, static_cast<RowReaderState*>(data)->span, argv[0], argv[1], argv[2]);
+  auto* state = static_cast<RowReaderState*>(data);
+  // The environment's teardown gave the mapping back (a runtime that runs JS after it): no range.
+  if (state->region == nullptr) {
+    napi_throw_error(env, nullptr, "readRows: the environment is shutting down; the mapping is gone");
+    return nullptr;
+  }
+  return ReadRowsInto(env, state->span, argv[0], argv[1], argv[2]);
 }
 
 void FinalizeRowReader(napi_env /*env*/, void* data, void* /*hint*/) {
@@ -246,46 +252,53 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   }
 
  private:
+  // The mapping, while this object holds it: after the environment's teardown gave it back (only
+  // a runtime that runs JS after its cleanup hooks can get here) the Region may be gone.
+  Region* live() {
+    if (hold_ == nullptr) throw Napi::Error::New(Env(), "the environment is shutting down; the mapping is gone");
+    return region_;
+  }
+
   Napi::Value Size(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(region_->size()));
+    return Napi::Number::New(info.Env(), static_cast<double>(live()->size()));
   }
 
   Napi::Value Closed(const Napi::CallbackInfo& info) {
-    return Napi::Boolean::New(info.Env(), region_->closed());
+    return Napi::Boolean::New(info.Env(), live()->closed());
   }
 
   Napi::Value CopyOnWrite(const Napi::CallbackInfo& info) {
-    return Napi::Boolean::New(info.Env(), region_->copy_on_write());
+    return Napi::Boolean::New(info.Env(), live()->copy_on_write());
   }
 
   // { dev, ino, size, mtimeNs } of the file when it was mapped.
   Napi::Value Identity(const Napi::CallbackInfo& info) {
-    return IdentityObject(info.Env(), region_->identity());
+    return IdentityObject(info.Env(), live()->identity());
   }
 
   // The same, read now from the mapped file itself; null after close.
   Napi::Value CurrentIdentity(const Napi::CallbackInfo& info) {
     Region::Identity now;
-    if (!region_->CurrentIdentity(&now)) return info.Env().Null();
+    if (!live()->CurrentIdentity(&now)) return info.Env().Null();
     return IdentityObject(info.Env(), now);
   }
 
   // status(): a 4-byte ArrayBuffer over the mapping's status word (fault_guard.h), which the SIGBUS
   // handler sets; JS reads it before each access without a call into the addon.
   Napi::Value Status(const Napi::CallbackInfo& info) {
-    return HoldingBuffer(info.Env(), region_, region_->status(), sizeof(uint32_t));
+    return HoldingBuffer(info.Env(), live(), live()->status(), sizeof(uint32_t));
   }
 
   // window(offset, length): an external ArrayBuffer over bytes [offset, offset + length).
   Napi::Value Window(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (region_->closed()) throw Napi::Error::New(env, "mapping is closed");
+    if (live()->closed()) throw Napi::Error::New(env, "mapping is closed");
     if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
       throw Napi::TypeError::New(env, "window(offset: number, length: number)");
     }
     double offset = info[0].As<Napi::Number>().DoubleValue();
     double length = info[1].As<Napi::Number>().DoubleValue();
-    double size = static_cast<double>(region_->size());
+    double size = static_cast<double>(live()->size());
     // Checked here rather than left to Node: a failed napi_create_external_arraybuffer has
     // already run the finalizer.
     if (!(offset >= 0 && length >= 1 && offset + length <= size && length <= max_window_) ||
@@ -293,23 +306,23 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
         length != static_cast<double>(static_cast<size_t>(length))) {
       throw Napi::RangeError::New(env, "window out of range");
     }
-    uint8_t* start = const_cast<uint8_t*>(region_->data()) + static_cast<size_t>(offset);
-    return HoldingBuffer(env, region_, start, static_cast<size_t>(length));
+    uint8_t* start = const_cast<uint8_t*>(live()->data()) + static_cast<size_t>(offset);
+    return HoldingBuffer(env, live(), start, static_cast<size_t>(length));
   }
 
   // The bytes [offset, offset + length) named by info[0], info[1], checked against the mapping.
   const uint8_t* RangeAt(const Napi::CallbackInfo& info, size_t* length) {
     Napi::Env env = info.Env();
-    if (region_->closed()) throw Napi::Error::New(env, "mapping is closed");
+    if (live()->closed()) throw Napi::Error::New(env, "mapping is closed");
     const double offset = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
     const double bytes = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
-    const double size = static_cast<double>(region_->size());
+    const double size = static_cast<double>(live()->size());
     if (!(offset >= 0 && bytes >= 0 && offset + bytes <= size) || offset != static_cast<double>(static_cast<size_t>(offset)) ||
         bytes != static_cast<double>(static_cast<size_t>(bytes))) {
       throw Napi::RangeError::New(env, "range out of the mapping");
     }
     *length = static_cast<size_t>(bytes);
-    return region_->data() + static_cast<size_t>(offset);
+    return live()->data() + static_cast<size_t>(offset);
   }
 
   // rowReader(offset, length, typeId, rowBytes): a function readRows(rows, count, out) bound to
@@ -325,8 +338,8 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
           length % static_cast<size_t>(row_bytes) == 0)) {
       throw Napi::RangeError::New(env, "rowReader(offset, length, typeId, rowBytes): rows must tile the range");
     }
-    auto* state = new RowReaderState{region_, {begin, length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)}, env_};
-    region_->Retain();
+    auto* state = new RowReaderState{live(), {begin, length / static_cast<size_t>(row_bytes), static_cast<size_t>(row_bytes), static_cast<int>(type_id)}, env_};
+    live()->Retain();
     AddHold(*env_, &state->region);
     napi_value fn;
     napi_status status = napi_create_function(env, "readRows", NAPI_AUTO_LENGTH, ReadRows, state, &fn);
@@ -403,7 +416,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
 
   // Lets go of the file; the windows stay valid and read zeros. Calling it again does nothing.
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    region_->Close();
+    live()->Close();
     return info.Env().Undefined();
   }
 

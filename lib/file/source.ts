@@ -103,6 +103,8 @@ const HEAD_BYTES = 4 << 20;
  * ArrayBuffer V8 leaves uncounted (README: Memory and the garbage collector).
  */
 const GRID_WINDOW = 32 << 20;
+// Windows of ranges across a window's end kept for reuse, in bytes (the newest is always kept).
+const OWN_WINDOWS_BYTES = 64 << 20;
 
 /**
  * A file mapped by the addon, seen through windows (ArrayBuffers over parts of the mapping) created
@@ -120,6 +122,8 @@ export class MappedSource implements ByteSource {
   /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
   private readonly status: Uint32Array;
   private readonly windows = new Map<string, ArrayBuffer>();
+  private readonly ownWindows = new Map<string, ArrayBuffer>();
+  private ownBytes = 0;
   private headLength = 0;
 
   constructor(
@@ -190,12 +194,33 @@ export class MappedSource implements ByteSource {
       const buffer = this.window('grid', start, Math.min(this.windowSize, this.size - start));
       return { buffer, byteOffset: offset - start };
     }
-    // Not kept: a range of its own is asked for once (a tensor keeps its bytes) or is a lookup's,
-    // and keeping every one until close() grew external memory without bound.
+    return { buffer: this.ownWindow(offset, length), byteOffset: 0 };
+  }
+
+  /**
+   * A window of exactly [offset, offset + length), for a range across a window's end. The most
+   * recent ones are kept (up to OWN_WINDOWS_BYTES, and always the last), so that lookups repeated
+   * over the same span make no new ArrayBuffer; keeping every one until close() grew external
+   * memory without bound (16.7 GiB for 200 lookups).
+   */
+  private ownWindow(offset: number, length: number): ArrayBuffer {
     this.check(offset);
-    const buffer = this.mapping.window(offset, length);
-    Object.defineProperty(buffer, SOURCE, { value: this });
-    return { buffer, byteOffset: 0 };
+    const key = `${offset}:${length}`;
+    let buffer = this.ownWindows.get(key);
+    if (buffer !== undefined) {
+      this.ownWindows.delete(key); // most recent last
+    } else {
+      buffer = this.mapping.window(offset, length);
+      Object.defineProperty(buffer, SOURCE, { value: this });
+      this.ownBytes += length;
+      for (const [oldest, old] of this.ownWindows) {
+        if (this.ownBytes <= OWN_WINDOWS_BYTES) break;
+        this.ownWindows.delete(oldest);
+        this.ownBytes -= old.byteLength;
+      }
+    }
+    this.ownWindows.set(key, buffer);
+    return buffer;
   }
 
   /** The mapping itself, for page-cache calls and row lookups; CLOSED or FILE_CHANGED first. */
@@ -208,6 +233,8 @@ export class MappedSource implements ByteSource {
     this.isClosed = true;
     this.mapping.close();
     this.windows.clear();
+    this.ownWindows.clear();
+    this.ownBytes = 0;
   }
 
   /** The shared window `kind` ('head', 'grid') at `start`, kept until close(). */

@@ -193,3 +193,34 @@ describe('the mapping under change and stress', () => {
     if (!(process.env.LD_PRELOAD ?? '').includes('libasan') && !READ_MODE) expect(late - early).toBeLessThan(48);
   });
 });
+
+describe.skipIf(READ_MODE)(mmapOnly('workers terminated in the middle of addon calls'), () => {
+  it('30 workers each terminated while calling into the addon in a loop: the process lives on (child process)', () => {
+    const path = join(dir, 'terminated.gguf');
+    writeGgufFile(path, { tensors: [{ name: 'w', type: 'Q8_0', shape: [64, 64], data: new Uint8Array(34 * 128).map((_, i) => (i % 34 === 1 ? 0x3c : i & 0x7f)) }] });
+    // Each call made while the worker's environment is being torn down fails inside Node-API; a
+    // C++ exception escaping then would abort the whole process (std::terminate).
+    const r = runChild(`
+      import { Worker } from 'node:worker_threads';
+      import { liveMappings } from ${JSON.stringify(DIST_INDEX)};
+      // An ES module, as the parent (--input-type=module) makes eval'd workers.
+      const source = \`
+        import { parentPort } from 'node:worker_threads';
+        import { openGguf } from ${JSON.stringify(DIST_INDEX)};
+        const g = openGguf(${JSON.stringify(path)});
+        const t = g.tensor('w');
+        parentPort.postMessage('go');
+        for (;;) { t.dequantizeRows(3, 1); t.bytes; g.residency(); g.verify(); }\`;
+      for (let i = 0; i < 30; i++) {
+        const w = new Worker(source, { eval: true });
+        await new Promise((resolve) => w.once('message', resolve));
+        await new Promise((resolve) => setTimeout(resolve, 2 + (i % 5)));
+        await w.terminate();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      console.log(JSON.stringify({ survived: 30, live: liveMappings() }));
+    `);
+    expect(r.signal, r.stderr).toBeNull();
+    expect(r.result, r.stderr).toEqual({ survived: 30, live: 0 });
+  }, 120_000);
+});
