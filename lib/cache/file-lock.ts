@@ -3,6 +3,19 @@ import { optionalAddon } from '../native.js';
 // How often a held lock is tried again (Python's filelock polls every 50 ms too).
 const POLL_MS = 50;
 
+/** Waits for `promise` (settled either way), or rejects at once when `signal` aborts. */
+function waitOrAbort(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return promise.catch(() => {});
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.catch(() => {}).then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+  });
+}
+
 /** Locks held by this thread, by path: a second holder here waits without asking the OS. */
 const held = new Map<string, Promise<void>>();
 
@@ -15,7 +28,10 @@ const held = new Map<string, Promise<void>>();
 export async function withFileLock<T>(path: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   // This thread's holders queue first (flock locks of one process on separate opens also
   // exclude each other, but a queue wakes the next at once).
-  while (held.has(path)) await held.get(path)!.catch(() => {});
+  while (held.has(path)) {
+    signal?.throwIfAborted();
+    await waitOrAbort(held.get(path)!, signal);
+  }
   let release!: () => void;
   held.set(path, new Promise<void>((resolve) => (release = resolve)));
   let fd = -1;

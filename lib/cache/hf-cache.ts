@@ -1,5 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
+import { threadId } from 'node:worker_threads';
 import { join, relative } from 'node:path';
 
 /**
@@ -48,9 +50,17 @@ function folderInside(root: string, segments: readonly string[]): string {
   let at = root;
   for (const segment of segments) {
     at = join(at, segment);
-    const stat = lstatSync(at, { throwIfNoEntry: false });
-    if (stat === undefined) mkdirSync(at);
-    else if (!stat.isDirectory()) throw Object.assign(new Error(`'${at}' is in the way in the model cache: not a directory (a symlink?)`), { code: 'ENOTDIR', path: at });
+    let stat = lstatSync(at, { throwIfNoEntry: false });
+    if (stat === undefined) {
+      try {
+        mkdirSync(at);
+      } catch (error) {
+        // Made meanwhile by another thread or process (or Python): look at what it is.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      stat = lstatSync(at);
+    }
+    if (!stat.isDirectory()) throw Object.assign(new Error(`'${at}' is in the way in the model cache: not a directory (a symlink?)`), { code: 'ENOTDIR', path: at });
   }
   return at;
 }
@@ -116,6 +126,17 @@ export class RepoCache {
     return candidates.sort((a, b) => b.at - a.at)[0]?.commit;
   }
 
+  /**
+   * The cached files `revision` names, with no network: its snapshot's; in a repository folder
+   * with no refs (as @huggingface/hub leaves it), every snapshot's.
+   */
+  cachedFiles(revision: string): string[] {
+    if (this.commitOf(revision) !== undefined || existsSync(join(this.folder, 'refs'))) return this.snapshotFiles(revision);
+    const snapshots = join(this.folder, 'snapshots');
+    if (!existsSync(snapshots)) return [];
+    return [...new Set(readdirSync(snapshots).filter(isCommit).flatMap((commit) => this.snapshotFiles(commit)))].sort();
+  }
+
   /** The files of the snapshot `revision` names (paths inside the repository), with no network. */
   snapshotFiles(revision: string): string[] {
     const commit = this.commitOf(revision);
@@ -155,7 +176,7 @@ export class RepoCache {
     if (existing?.isSymbolicLink() && readlinkSync(target) === relativeBlob) return target;
     if (existing !== undefined && !existing.isSymbolicLink() && !existing.isFile()) throw Object.assign(new Error(`'${target}' is in the way in the model cache`), { code: 'EEXIST' });
     // A new link beside it, renamed over: never a moment without one.
-    const temporary = `${target}.${process.pid}.${Date.now()}.link`;
+    const temporary = `${target}.${uniqueSuffix()}.link`;
     symlinkSync(relativeBlob, temporary);
     renameSync(temporary, target);
     return target;
@@ -168,10 +189,15 @@ export class RepoCache {
     const folder = folderInside(this.root, [this.name, 'refs', ...segments.slice(0, -1)]);
     const ref = join(folder, segments.at(-1)!);
     if (this.commitOf(revision) === commit) return;
-    const temporary = `${ref}.${process.pid}.tmp`;
+    const temporary = `${ref}.${uniqueSuffix()}.tmp`;
     writeFileSync(temporary, commit);
     renameSync(temporary, ref);
   }
+}
+
+/** A name no other process or thread uses at once (threads share the pid). */
+function uniqueSuffix(): string {
+  return `${process.pid}.${threadId}.${randomBytes(6).toString('hex')}`;
 }
 
 /** What the cache holds: repositories, their files (in any snapshot) and sizes. */

@@ -5,8 +5,8 @@ import { basename, dirname } from 'node:path';
 import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
-import { hubEndpoint, hubToken, parseHubUri, resolveUrl, type HubFile } from '../remote/hub.js';
-import { redactUrl, request, type RemoteOptions } from '../remote/range-client.js';
+import { bearer, hubEndpoint, hubToken, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
+import { redactUrl, request, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -62,12 +62,31 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
   const progress = new CombinedProgress(paths.length, options.onProgress);
   const results = new Array<{ path: string; commit: string; downloaded: number }>(paths.length);
   const todo = paths.map((_, i) => i);
+  // One part failing stops the others (their downloads resume on the next pull).
+  const stop = new AbortController();
+  let firstError: { error: unknown } | undefined;
+  const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
   const worker = async () => {
     for (let i = todo.shift(); i !== undefined; i = todo.shift()) {
-      results[i] = await pullFile(cache, { ...file, path: paths[i]! }, options, (done, total) => progress.report(i, done, total));
+      // `sha256` is the named file's; the other parts are checked against the Hub's etags.
+      const named = paths[i] === file.path;
+      const partOptions = { ...options, signal, sha256: named ? options.sha256 : undefined };
+      try {
+        results[i] = await pullFile(cache, { ...file, path: paths[i]! }, partOptions, (done, total) => progress.report(i, done, total));
+      } catch (error) {
+        firstError ??= { error: partError(error, named, i) };
+        stop.abort(firstError.error);
+        throw firstError.error;
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PART_CONCURRENCY, paths.length) }, worker));
+  // A part other than the one named, absent on the Hub: the set is incomplete.
+  const partError = (error: unknown, named: boolean, i: number): unknown =>
+    !named && error instanceof GgufError && error.code === 'HTTP_ERROR' && /HTTP 404\b/.test(error.message)
+      ? new GgufError('SPLIT_PART_MISSING', `part ${i + 1} of the split model ${file.repo}/${file.path} is missing on the Hub (${error.message})`, 0)
+      : error;
+  await Promise.allSettled(Array.from({ length: Math.min(PART_CONCURRENCY, paths.length) }, worker));
+  if (firstError !== undefined) throw firstError.error;
   return {
     path: results[0]!.path,
     parts: results.map((r) => r.path),
@@ -107,9 +126,18 @@ async function resolveUri(uri: string, options: PullOptions, root: string): Prom
     return uri.includes('@') || options.revision === undefined ? file : { ...file, revision: options.revision };
   }
   const repo = quant[1]!;
+  if (!repo.split('/').every((p) => REPO_PART.test(p))) throw new TypeError(`pullModel: '${repo}' is not ORG/REPO`);
   const revision = quant[3] ?? options.revision ?? 'main';
   const cache = new RepoCache(root, repo);
-  const files = isOffline(options) ? cache.snapshotFiles(revision) : await listRepoFiles(repo, revision, options);
+  const listed = isOffline(options) ? cache.cachedFiles(revision) : await listRepoFiles(repo, revision, options);
+  // Paths from the listing are the server's: only those that stay inside the repository.
+  const files = listed.filter((path) => {
+    try {
+      return parseHubUri(`hf:${repo}/${path}`) !== undefined;
+    } catch {
+      return false;
+    }
+  });
   const path = pickQuant(files, quant[2]!);
   if (path === undefined) {
     throw new GgufError('FILE_NOT_FOUND', `no .gguf file of quantization ${quant[2]} in ${repo}@${revision}${isOffline(options) ? ' (offline: looked in the cache only)' : ''}; files: ${files.filter((f) => f.endsWith('.gguf')).join(', ') || 'none'}`, 0);
@@ -119,12 +147,27 @@ async function resolveUri(uri: string, options: PullOptions, root: string): Prom
 
 /** The repository's files at `revision` (the Hub's tree listing). */
 async function listRepoFiles(repo: string, revision: string, options: PullOptions): Promise<string[]> {
-  const url = `${hubEndpoint()}/api/models/${repo}/tree/${encodeURIComponent(revision)}?recursive=true`;
-  const response = await hubRequest(url, options, 'GET');
-  if (!response.ok) throw new GgufError('HTTP_ERROR', `${redactUrl(url)}: HTTP ${response.status}`, 0);
-  const entries = (await response.json()) as Array<{ type?: string; path?: string }>;
-  return entries.filter((e) => e.type === 'file' && typeof e.path === 'string').map((e) => e.path!);
+  const paths: string[] = [];
+  let url: string | undefined = `${hubEndpoint()}/api/models/${repo}/tree/${encodeURIComponent(revision)}?recursive=true`;
+  // Pages as the Hub links them (Link: <...>; rel="next"), up to a bound.
+  for (let page = 0; url !== undefined && page < MAX_LISTING_PAGES; page++) {
+    const response = await hubRequest(url, options, 'GET');
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new GgufError('HTTP_ERROR', `${redactUrl(url)}: HTTP ${response.status}`, 0);
+    }
+    const entries = (await response.json()) as Array<{ type?: string; path?: string }>;
+    if (!Array.isArray(entries)) throw new GgufError('BAD_RESPONSE', `${redactUrl(url)}: the file listing is not a list`, 0);
+    for (const e of entries) if (e.type === 'file' && typeof e.path === 'string') paths.push(e.path);
+    const next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1];
+    url = next === undefined ? undefined : new URL(next, url).href;
+    if (url !== undefined && new URL(url).origin !== new URL(hubEndpoint()).origin) url = undefined;
+  }
+  return paths;
 }
+
+// The most pages of a repository's file listing read (a thousand files each on the Hub).
+const MAX_LISTING_PAGES = 100;
 
 /** The file of quantization `quant` (a name part such as Q4_K_M, any case): a single file, else part 1 of a set. */
 export function pickQuant(files: readonly string[], quant: string): string | undefined {
@@ -135,14 +178,14 @@ export function pickQuant(files: readonly string[], quant: string): string | und
 
 /** A request to the Hub (its token, never sent elsewhere), redirects not followed. */
 async function hubRequest(url: string, options: PullOptions, method: string): Promise<Response> {
-  const token = options.token ?? hubToken();
+  const authorization = bearer(options.token) ?? bearer(hubToken(), 'HF_TOKEN');
   const fetchFn = options.fetch ?? globalThis.fetch;
-  const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+  const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
   try {
     return await fetchFn(url, { method, headers, redirect: 'manual', signal: timeoutSignal(options) });
   } catch (error) {
     options.signal?.throwIfAborted();
-    throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: ${(error as Error).message}`, 0);
+    throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: ${safeMessage(error)}`, 0);
   }
 }
 
@@ -170,7 +213,8 @@ async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> 
   const header = (name: string) => response.headers.get(name)?.replace(/^W\//, '').replace(/"/g, '') ?? undefined;
   const commit = header('x-repo-commit');
   const etag = (header('x-linked-etag') ?? header('etag'))?.toLowerCase();
-  const size = Number(header('x-linked-size') ?? header('content-length'));
+  const sizeText = header('x-linked-size') ?? header('content-length') ?? '';
+  const size = /^\d+$/.test(sizeText) ? Number(sizeText) : NaN;
   const location = response.headers.get('location');
   if (commit === undefined || !isCommit(commit) || etag === undefined || !isBlobName(etag) || !Number.isSafeInteger(size)) {
     throw new GgufError('BAD_RESPONSE', `${redactUrl(url)}: the Hub's answer lacks a commit, a blob etag (sha1 or sha256) or a size (X-Repo-Commit, X-Linked-Etag, X-Linked-Size)`, 0);
@@ -231,7 +275,7 @@ async function download(cache: RepoCache, file: HubFile, first: FileMeta, option
       if (!(error instanceof GgufError) || !['NETWORK_ERROR', 'BAD_RESPONSE', 'HTTP_ERROR'].includes(error.code) || attempt >= attempts) throw error;
       if (/HTTP (401|404)\b/.test(error.message)) throw error;
       // An expired signed URL (403), or any other failure: ask the Hub again, then resume.
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await sleep(delay, options.signal);
       delay *= 2;
       meta = await fileMeta(file, options);
       if (meta.etag !== first.etag) throw new GgufError('FILE_CHANGED', `${file.repo}/${file.path}@${file.revision} changed during the download (blob ${first.etag} -> ${meta.etag})`, 0);
@@ -248,27 +292,38 @@ async function download(cache: RepoCache, file: HubFile, first: FileMeta, option
 
 /** Appends bytes [have, size) to `incomplete`: one GET with Range; returns the bytes written. */
 async function transfer(meta: FileMeta, incomplete: string, have: number, options: PullOptions, onProgress: (done: number, total: number) => void): Promise<number> {
-  if (have >= meta.size) return 0;
+  if (have >= meta.size) {
+    if (have === 0) await (await open(incomplete, 'w')).close(); // an empty file is complete at once
+    return 0;
+  }
   const fetchFn = options.fetch ?? globalThis.fetch;
   const hub = new URL(hubEndpoint()).origin;
-  const token = options.token ?? hubToken();
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  // No answer, or no byte, within timeoutMs: the request is given up (and resumed by the caller).
+  const stalled = new AbortController();
+  let idle = setTimeout(() => stalled.abort(), timeoutMs);
+  const signal = options.signal === undefined ? stalled.signal : AbortSignal.any([options.signal, stalled.signal]);
+  const stalledError = (at: number) => new GgufError('NETWORK_ERROR', `${redactUrl(meta.location)}: no byte within ${timeoutMs} ms (at byte ${at} of ${meta.size})`, at);
   let response: Response;
   try {
     ({ response } = await request(meta.location, {
       fetch: fetchFn,
       origin: hub,
-      authorization: token === undefined ? undefined : `Bearer ${token}`,
+      authorization: bearer(options.token) ?? bearer(hubToken(), 'HF_TOKEN'),
       headers: { Range: `bytes=${have}-` },
-      signal: options.signal,
+      signal,
       offset: have,
     }));
   } catch (error) {
+    clearTimeout(idle);
     options.signal?.throwIfAborted();
+    if (stalled.signal.aborted) throw stalledError(have);
     if (error instanceof GgufError) throw error;
-    throw new GgufError('NETWORK_ERROR', `${redactUrl(meta.location)}: ${(error as Error).message}`, have);
+    throw new GgufError('NETWORK_ERROR', `${redactUrl(meta.location)}: ${safeMessage(error)}`, have);
   }
   const where = redactUrl(meta.location);
   if (response.status !== 200 && response.status !== 206) {
+    clearTimeout(idle);
     await response.body?.cancel();
     throw new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}`, have);
   }
@@ -276,6 +331,7 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
   if (response.status === 206) {
     const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
     if (m === null || Number(m[1]) !== have) {
+      clearTimeout(idle);
       await response.body?.cancel();
       throw new GgufError('BAD_RESPONSE', `${where}: asked for bytes from ${have}, the server sent Content-Range '${response.headers.get('content-range') ?? ''}'`, have);
     }
@@ -284,6 +340,7 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
   }
   const encoding = response.headers.get('content-encoding');
   if (encoding !== null && encoding !== 'identity') {
+    clearTimeout(idle);
     await response.body?.cancel();
     throw new GgufError('BAD_RESPONSE', `${where}: Content-Encoding ${encoding} on the file's bytes`, have);
   }
@@ -294,6 +351,8 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
     const reader = response.body!.getReader();
     try {
       for (;;) {
+        clearTimeout(idle);
+        idle = setTimeout(() => stalled.abort(), timeoutMs);
         const { done, value } = await reader.read();
         if (done) break;
         if (at + value.byteLength > meta.size) throw new GgufError('BAD_RESPONSE', `${where}: more bytes than the file's ${meta.size}`, at);
@@ -303,9 +362,11 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
       }
     } catch (error) {
       options.signal?.throwIfAborted();
+      if (stalled.signal.aborted) throw stalledError(at);
       if (error instanceof GgufError) throw error;
-      throw new GgufError('NETWORK_ERROR', `${where}: the connection broke at byte ${at} of ${meta.size}: ${(error as Error).message}`, at);
+      throw new GgufError('NETWORK_ERROR', `${where}: the connection broke at byte ${at} of ${meta.size}: ${safeMessage(error)}`, at);
     } finally {
+      clearTimeout(idle);
       await reader.cancel().catch(() => {});
     }
   } finally {

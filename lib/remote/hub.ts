@@ -9,7 +9,7 @@ export interface HubFile {
   readonly revision: string;
 }
 
-const REPO_PART = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+export const REPO_PART = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** The Hub's address: HF_ENDPOINT (a mirror), else huggingface.co. */
 export function hubEndpoint(): string {
@@ -48,12 +48,27 @@ export function resolveUrl(file: HubFile, endpoint = hubEndpoint()): string {
  */
 export function hubToken(): string | undefined {
   const fromEnv = process.env.HF_TOKEN?.trim();
-  if (fromEnv) return fromEnv;
+  if (fromEnv) return checkedToken(fromEnv, 'HF_TOKEN');
   const home = process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
   const path = process.env.HF_TOKEN_PATH || join(home, 'token');
+  let text: string;
   try {
-    return readFileSync(path, 'utf8').trim() || undefined;
+    text = readFileSync(path, 'utf8').trim();
   } catch {
     return undefined;
   }
+  return text === '' ? undefined : checkedToken(text, path);
+}
+
+/**
+ * The header for a token: one that a header cannot carry (a line break, a control or non-ASCII
+ * character) is a TypeError that does not show it, rather than fetch's error quoting the value.
+ */
+export function bearer(token: string | undefined, from = '{ token }'): string | undefined {
+  return token === undefined ? undefined : `Bearer ${checkedToken(token, from)}`;
+}
+
+function checkedToken(token: string, from: string): string {
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new TypeError(`the token from ${from} has a character an HTTP header cannot carry (a space, a line break, a control or non-ASCII character); it is not shown here`);
+  return token;
 }

@@ -3,7 +3,7 @@ import { GgufFile } from '../file/gguf-file.js';
 import { partNameOf } from '../file/split.js';
 import { headerLengthGuess, parseLayout, type ParseLimits } from '../format/parse.js';
 import { splitPartName } from '../format/write-split.js';
-import { hubEndpoint, hubToken, parseHubUri, resolveUrl } from './hub.js';
+import { bearer, hubEndpoint, hubToken, parseHubUri, resolveUrl } from './hub.js';
 import { RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
 import { RemoteSource } from './remote-source.js';
 
@@ -40,7 +40,7 @@ function target(uri: string, options: RemoteOptions): { url: string; authorizati
     u.pathname = u.pathname.replace(/[^/]*$/, encodeURIComponent(name));
     return u.href;
   };
-  return { url, authorization: token === undefined ? undefined : `Bearer ${token}`, partUrl };
+  return { url, authorization: bearer(token), partUrl };
 }
 
 /**

@@ -136,7 +136,7 @@ export class RangeClient {
       if (timeout.aborted) throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: no answer within ${this.options.timeoutMs ?? 30_000} ms`, offset));
       if (error instanceof Retryable || error instanceof GgufError) throw error;
       // fetch's TypeError: the connection failed or was reset.
-      throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: ${(error as Error).message}${causeOf(error)}`, offset));
+      throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: ${safeMessage(error)}${causeOf(error)}`, offset));
     }
   }
 
@@ -215,7 +215,7 @@ export class RangeClient {
       }
     } catch (error) {
       signal.throwIfAborted();
-      throw new Retryable(new GgufError('NETWORK_ERROR', `${where}: the connection broke after ${filled} of ${want} bytes: ${(error as Error).message}`, offset + filled));
+      throw new Retryable(new GgufError('NETWORK_ERROR', `${where}: the connection broke after ${filled} of ${want} bytes: ${safeMessage(error)}`, offset + filled));
     } finally {
       await reader.cancel().catch(() => {});
     }
@@ -238,12 +238,22 @@ function retryAfter(value: string | null): number | undefined {
   return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : undefined;
 }
 
+/**
+ * An error's message fit to repeat: fetch quotes a header value it refuses, so any credential in
+ * it is masked, and so is any URL's query.
+ */
+export function safeMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/(Bearer|Basic|token)\s*[:=]?\s*\S+/gi, '$1 ***').replace(/(https?:\/\/[^\s?'"]+)\?\S*/g, '$1');
+}
+
 function causeOf(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code !== undefined ? ` (${cause.code})` : cause?.message !== undefined ? ` (${cause.message})` : '';
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** A wait of `ms` that an abort ends at once (rejecting with its reason). */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {

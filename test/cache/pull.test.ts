@@ -261,3 +261,56 @@ describe('modelForTests and the CLI', () => {
     expect(offline.stderr).toMatch(/^gguf-mmap: HTTP_ERROR: .*404/);
   });
 });
+
+describe('pullModel against a hostile or broken server', () => {
+  it('a CDN that stalls mid-body is given up after timeoutMs (and the lock let go); a retry resumes', async () => {
+    const bytes = serve('org/stall/model.gguf', encodeGguf(spec(2, 1 << 16)));
+    hub.faults.cdn.push('trickle');
+    // A kilobyte every 100 ms: slower than a byte every 50 ms.
+    await expect(pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 50, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no byte within 50 ms') });
+    hub.faults.cdn.push('trickle');
+    const pulled = await pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 50, attempts: 3 });
+    expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
+  });
+
+  it('a zero-length file pulls; a token a header cannot carry is a TypeError that does not show it', async () => {
+    serve('org/empty/empty.bin', new Uint8Array(0));
+    expect(readFileSync((await pullModel('hf:org/empty/empty.bin', opts())).path).byteLength).toBe(0);
+    const error = await pullModel('hf:org/empty/empty.bin', { ...opts(), refresh: true, token: 'hf_SECRET\nsecond' }).catch((e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).not.toContain('SECRET');
+  });
+
+  it('sha256 checks the named part of a split model only; a part missing on the Hub is SPLIT_PART_MISSING', async () => {
+    const dir = tempDir();
+    const paths = writeGgufSplit(join(dir, 'h'), spec(4), { maxTensors: 2 });
+    for (const p of paths) serve(`org/hashed/${p.split('/').pop()!}`, new Uint8Array(readFileSync(p)));
+    const first = sha256(new Uint8Array(readFileSync(paths[0]!)));
+    expect((await pullModel('hf:org/hashed/h-00001-of-00002.gguf', { ...opts(), sha256: first })).parts).toHaveLength(2);
+    hub.files.delete('org/hashed/h-00002-of-00002.gguf');
+    cacheDir = tempDir('gguf-mmap-hf-cache-');
+    await expect(pullModel('hf:org/hashed/h-00001-of-00002.gguf', opts())).rejects.toMatchObject({ code: 'SPLIT_PART_MISSING' });
+  });
+
+  it('an abort ends a pull waiting for another of the same file at once', async () => {
+    serve('org/queue/model.gguf', encodeGguf(spec(8, 1 << 18)));
+    hub.latencyMs = 400;
+    const first = pullModel('hf:org/queue/model.gguf', opts());
+    await new Promise((r) => setTimeout(r, 450)); // the first holds the lock now
+    const controller = new AbortController();
+    const second = pullModel('hf:org/queue/model.gguf', { ...opts(), signal: controller.signal });
+    const start = performance.now();
+    setTimeout(() => controller.abort(new Error('stop')), 50);
+    await expect(second).rejects.toThrow('stop');
+    expect(performance.now() - start).toBeLessThan(1000);
+    await first;
+  });
+
+  it('a file listing cannot steer a request out of the repository; a 404 in modelForTests throws', async () => {
+    const { modelForTests } = await import('../../lib/index.js');
+    hub.files.set('org/steer/../../evil-Q4_K_M.gguf', { bytes: encodeGguf(spec(1)) });
+    await expect(pullModel('hf:org/steer:Q4_K_M', opts())).rejects.toMatchObject({ code: 'FILE_NOT_FOUND' });
+    expect(hub.log.every((r) => !r.path.includes('evil'))).toBe(true);
+    await expect(modelForTests('hf:org/steer/absent.gguf', opts())).rejects.toMatchObject({ code: 'HTTP_ERROR' });
+  });
+});
