@@ -158,7 +158,7 @@ export function addonUnavailableReason(): string | undefined {
 }
 
 /** What to do about a load error: fix the variable that named the build, or build one. */
-function fixFor(error: string): string {
+export function addonFix(error: string): string {
   return error.startsWith('GGUF_MMAP_ADDON')
     ? "unset GGUF_MMAP_ADDON or name a built gguf_mmap.node, or open files with { mode: 'read' }"
     : "run `npm rebuild gguf-mmap` with a C++ compiler on PATH, or open files with { mode: 'read' }";
@@ -170,7 +170,7 @@ export function addon(): Addon {
   if (result.addon !== undefined) return result.addon;
   throw new GgufError(
     'ADDON_UNAVAILABLE',
-    `the native addon is not loaded (${result.error}): ${fixFor(result.error)}`,
+    `the native addon is not loaded (${result.error}): ${addonFix(result.error)}`,
     0,
   );
 }

@@ -158,6 +158,15 @@ Napi::Object IdentityObject(Napi::Env env, const Region::Identity& id) {
 }
 
 // An OS call's failure as a Node-style error: code ("EPERM"...), errno, syscall.
+// Argument 0 as a file path; `usage` names the call for a TypeError. A C path ends at its first
+// NUL ("model.gguf\0.txt" would open model.gguf): one is refused (the library refuses it first).
+std::string PathArgument(const Napi::CallbackInfo& info, const char* usage) {
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), usage);
+  std::string path = info[0].As<Napi::String>();
+  if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(info.Env(), std::string(usage) + ": the path contains a NUL byte");
+  return path;
+}
+
 Napi::Error SystemError(Napi::Env env, int errnum, const char* syscall, const std::string& hint = "") {
   const char* code = ErrnoName(errnum);
   Napi::Error error = Napi::Error::New(env, std::string(code) + ": " + std::strerror(errnum) + ", " + syscall + hint);
@@ -230,12 +239,8 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   // new Mapping(path, maxWindowBytes)
   explicit Mapping(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Mapping>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
-      throw Napi::TypeError::New(env, "Mapping(path: string, maxWindow: number)");
-    }
-    std::string path = info[0].As<Napi::String>();
-    // A C path ends at its first NUL: "model.gguf\0.txt" would open model.gguf.
-    if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "path must not contain NUL bytes");
+    if (info.Length() < 2 || !info[1].IsNumber()) throw Napi::TypeError::New(env, "Mapping(path: string, maxWindow: number)");
+    const std::string path = PathArgument(info, "Mapping(path: string, maxWindow: number)");
     max_window_ = info[1].As<Napi::Number>().DoubleValue();
     MapError error{};
     region_ = Region::MapFile(path.c_str(), &error, EnvOf(env)->id);
@@ -429,10 +434,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
 // evictFile(path): drops the file's clean cached pages (for cold-start benchmarks and tests).
 Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "evictFile(path)");
-  const std::string path = info[0].As<Napi::String>();
-  // A NUL byte would cut the path short and name another file (the library refuses it first).
-  if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "evictFile: the path contains a NUL byte");
+  const std::string path = PathArgument(info, "evictFile(path)");
   const int result = EvictFile(path.c_str());
   if (result != 0) throw SystemError(env, -result, "posix_fadvise");
   return env.Undefined();
@@ -441,9 +443,7 @@ Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
 // tryLockFile(path): the descriptor holding the lock, or -1 when another holds it.
 Napi::Value TryLockFileJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "tryLockFile(path)");
-  const std::string path = info[0].As<Napi::String>();
-  if (path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "tryLockFile: the path contains a NUL byte");
+  const std::string path = PathArgument(info, "tryLockFile(path)");
   const int result = TryLockFile(path.c_str());
   if (result == -EWOULDBLOCK) return Napi::Number::New(env, -1);
   if (result < 0) throw SystemError(env, -result, "open");

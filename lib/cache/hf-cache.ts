@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { homedir } from 'node:os';
 import { threadId } from 'node:worker_threads';
+import { hfHome } from '../remote/hub.js';
 import { join, relative } from 'node:path';
 
 /**
@@ -14,9 +14,7 @@ import { join, relative } from 'node:path';
  * ~/.cache/huggingface/hub.
  */
 export function hubCacheDir(): string {
-  if (process.env.HF_HUB_CACHE) return process.env.HF_HUB_CACHE;
-  const home = process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
-  return join(home, 'hub');
+  return process.env.HF_HUB_CACHE || join(hfHome(), 'hub');
 }
 
 const ETAG = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -109,19 +107,27 @@ export class RepoCache {
    * there. In a repository folder with no refs at all (@huggingface/hub writes none, and names
    * snapshots by the file's last commit), the newest snapshot that has the file.
    */
-  find(revision: string, path: string): string | undefined {
-    const withoutRefs = !isCommit(revision) && !existsSync(join(this.folder, 'refs'));
-    const commit = this.commitOf(revision) ?? (withoutRefs ? this.newestSnapshotWith(path) : undefined);
+  find(revision: string, path: string): { path: string; commit: string } | undefined {
+    const commit = this.commitOf(revision) ?? (this.withoutRefs(revision) ? this.newestSnapshotWith(path) : undefined);
     if (commit === undefined) return undefined;
     const snapshot = this.snapshotPath(commit, path);
-    return existsSync(snapshot) && statSync(snapshot).isFile() ? snapshot : undefined;
+    return existsSync(snapshot) && statSync(snapshot).isFile() ? { path: snapshot, commit } : undefined;
+  }
+
+  /** A branch or tag name in a repository folder with no refs at all (written by a tool that writes none). */
+  private withoutRefs(revision: string): boolean {
+    return !isCommit(revision) && !existsSync(join(this.folder, 'refs'));
+  }
+
+  /** The commits with a snapshot folder. */
+  snapshotCommits(): string[] {
+    const snapshots = join(this.folder, 'snapshots');
+    return existsSync(snapshots) ? readdirSync(snapshots).filter(isCommit) : [];
   }
 
   private newestSnapshotWith(path: string): string | undefined {
-    const snapshots = join(this.folder, 'snapshots');
-    if (!existsSync(snapshots)) return undefined;
-    const candidates = readdirSync(snapshots)
-      .filter((commit) => isCommit(commit) && existsSync(this.snapshotPath(commit, path)))
+    const candidates = this.snapshotCommits()
+      .filter((commit) => existsSync(this.snapshotPath(commit, path)))
       .map((commit) => ({ commit, at: lstatSync(this.snapshotPath(commit, path)).mtimeMs }));
     return candidates.sort((a, b) => b.at - a.at)[0]?.commit;
   }
@@ -131,10 +137,8 @@ export class RepoCache {
    * with no refs (as @huggingface/hub leaves it), every snapshot's.
    */
   cachedFiles(revision: string): string[] {
-    if (this.commitOf(revision) !== undefined || existsSync(join(this.folder, 'refs'))) return this.snapshotFiles(revision);
-    const snapshots = join(this.folder, 'snapshots');
-    if (!existsSync(snapshots)) return [];
-    return [...new Set(readdirSync(snapshots).filter(isCommit).flatMap((commit) => this.snapshotFiles(commit)))].sort();
+    if (this.commitOf(revision) !== undefined || !this.withoutRefs(revision)) return this.snapshotFiles(revision);
+    return [...new Set(this.snapshotCommits().flatMap((commit) => this.snapshotFiles(commit)))].sort();
   }
 
   /** The files of the snapshot `revision` names (paths inside the repository), with no network. */
@@ -218,14 +222,11 @@ export function listCache(root = hubCacheDir()): CachedRepo[] {
     const refs = new Map<string, string>();
     const refsDir = join(cache.folder, 'refs');
     if (existsSync(refsDir)) for (const name of readdirSync(refsDir)) refs.set(readFileSafe(join(refsDir, name)), name);
-    const snapshots = join(cache.folder, 'snapshots');
     const files: CachedRepo['files'] = [];
-    if (existsSync(snapshots)) {
-      for (const commit of readdirSync(snapshots).filter(isCommit)) {
-        for (const path of cache.snapshotFiles(commit)) {
-          const size = statSync(join(snapshots, commit, path), { throwIfNoEntry: false })?.size ?? 0;
-          files.push({ path, revision: refs.get(commit) ?? commit, commit, bytes: size });
-        }
+    for (const commit of cache.snapshotCommits()) {
+      for (const path of cache.snapshotFiles(commit)) {
+        const size = statSync(cache.snapshotPath(commit, path), { throwIfNoEntry: false })?.size ?? 0;
+        files.push({ path, revision: refs.get(commit) ?? commit, commit, bytes: size });
       }
     }
     const blobs = join(cache.folder, 'blobs');

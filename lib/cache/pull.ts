@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, renameSync, rmSync, statSync, statfsSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename } from 'node:path';
 import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
-import { bearer, hubEndpoint, hubToken, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
-import { redactUrl, request, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
+import { hubAuthorization, hubEndpoint, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
+import { checkRangeResponse, eitherSignal, httpError, redactUrl, request, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -65,7 +65,7 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
   // One part failing stops the others (their downloads resume on the next pull).
   const stop = new AbortController();
   let firstError: { error: unknown } | undefined;
-  const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
+  const signal = eitherSignal(options.signal, stop.signal);
   const worker = async () => {
     for (let i = todo.shift(); i !== undefined; i = todo.shift()) {
       // `sha256` is the named file's; the other parts are checked against the Hub's etags.
@@ -178,7 +178,7 @@ export function pickQuant(files: readonly string[], quant: string): string | und
 
 /** A request to the Hub (its token, never sent elsewhere), redirects not followed. */
 async function hubRequest(url: string, options: PullOptions, method: string): Promise<Response> {
-  const authorization = bearer(options.token) ?? bearer(hubToken(), 'HF_TOKEN');
+  const authorization = hubAuthorization(options.token);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
   try {
@@ -191,7 +191,7 @@ async function hubRequest(url: string, options: PullOptions, method: string): Pr
 
 function timeoutSignal(options: PullOptions): AbortSignal {
   const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
-  return options.signal === undefined ? timeout : AbortSignal.any([options.signal, timeout]);
+  return eitherSignal(options.signal, timeout);
 }
 
 /** What the Hub says of a file: commit, blob name (etag), size, and where its bytes are served. */
@@ -206,10 +206,7 @@ async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> 
   const url = resolveUrl(file);
   const response = await hubRequest(url, options, 'HEAD');
   await response.body?.cancel();
-  if (response.status >= 400) {
-    const hint = response.status === 401 || response.status === 403 ? ' (a gated or private repository needs a token: HF_TOKEN or { token })' : '';
-    throw new GgufError('HTTP_ERROR', `${redactUrl(url)}: HTTP ${response.status}${hint}`, 0);
-  }
+  if (response.status >= 400) throw httpError(response.status, redactUrl(url), 0);
   const header = (name: string) => response.headers.get(name)?.replace(/^W\//, '').replace(/"/g, '') ?? undefined;
   const commit = header('x-repo-commit');
   const etag = (header('x-linked-etag') ?? header('etag'))?.toLowerCase();
@@ -229,9 +226,9 @@ async function pullFile(cache: RepoCache, file: HubFile, options: PullOptions, o
     if (cached === undefined) {
       throw new GgufError('NOT_CACHED', `offline (HF_HUB_OFFLINE or { offline }) and ${file.repo}/${file.path}@${file.revision} is not in the cache (${cache.folder}: ${cache.commitOf(file.revision) === undefined ? `no refs/${file.revision}` : 'no such file in its snapshot'})`, 0);
     }
-    const size = statSync(cached).size;
+    const size = statSync(cached.path).size;
     onProgress(size, size);
-    return { path: cached, commit: basename(dirname(cached.slice(0, cached.length - file.path.length - 1) + '/x')), downloaded: 0 };
+    return { ...cached, downloaded: 0 };
   }
   const meta = await fileMeta(file, options);
   const blob = cache.blobPath(meta.etag);
@@ -302,14 +299,14 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
   // No answer, or no byte, within timeoutMs: the request is given up (and resumed by the caller).
   const stalled = new AbortController();
   let idle = setTimeout(() => stalled.abort(), timeoutMs);
-  const signal = options.signal === undefined ? stalled.signal : AbortSignal.any([options.signal, stalled.signal]);
+  const signal = eitherSignal(options.signal, stalled.signal);
   const stalledError = (at: number) => new GgufError('NETWORK_ERROR', `${redactUrl(meta.location)}: no byte within ${timeoutMs} ms (at byte ${at} of ${meta.size})`, at);
   let response: Response;
   try {
     ({ response } = await request(meta.location, {
       fetch: fetchFn,
       origin: hub,
-      authorization: bearer(options.token) ?? bearer(hubToken(), 'HF_TOKEN'),
+      authorization: hubAuthorization(options.token),
       headers: { Range: `bytes=${have}-` },
       signal,
       offset: have,
@@ -322,27 +319,13 @@ async function transfer(meta: FileMeta, incomplete: string, have: number, option
     throw new GgufError('NETWORK_ERROR', `${redactUrl(meta.location)}: ${safeMessage(error)}`, have);
   }
   const where = redactUrl(meta.location);
-  if (response.status !== 200 && response.status !== 206) {
+  // A 200 (the server ignored Range) is the whole file again, from byte 0.
+  let start: number;
+  try {
+    ({ start } = await checkRangeResponse(response, where, have));
+  } catch (error) {
     clearTimeout(idle);
-    await response.body?.cancel();
-    throw new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}`, have);
-  }
-  let start = have;
-  if (response.status === 206) {
-    const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
-    if (m === null || Number(m[1]) !== have) {
-      clearTimeout(idle);
-      await response.body?.cancel();
-      throw new GgufError('BAD_RESPONSE', `${where}: asked for bytes from ${have}, the server sent Content-Range '${response.headers.get('content-range') ?? ''}'`, have);
-    }
-  } else {
-    start = 0; // the server ignored Range: the whole file again
-  }
-  const encoding = response.headers.get('content-encoding');
-  if (encoding !== null && encoding !== 'identity') {
-    clearTimeout(idle);
-    await response.body?.cancel();
-    throw new GgufError('BAD_RESPONSE', `${where}: Content-Encoding ${encoding} on the file's bytes`, have);
+    throw error;
   }
   const out = await open(incomplete, start === 0 ? 'w' : 'r+');
   let at = start;

@@ -199,7 +199,7 @@ function dequant(args: string[]): number {
   try {
     const rows = options['--rows'] === undefined ? undefined : parseRows(options['--rows']);
     using g = openGguf(positional[0]!, { split: options['--no-split'] === undefined });
-    if (options['--out'] !== undefined) checkOutputIsNotInput([positional[0]!, ...g.parts.map((p) => p.path!)], options['--out']);
+    if (options['--out'] !== undefined) checkOutputIsNotInput(g.parts.map((p) => p.path!), options['--out']);
     const progress = process.stderr.isTTY ? process.stderr : undefined;
     process.stdout.write(runDequant(g, { tensor: positional[1]!, rows, outPath: options['--out'], backend, progress }));
   } catch (error) {

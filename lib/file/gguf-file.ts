@@ -3,7 +3,7 @@ import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
 import { GgufError } from '../errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
 import type { TensorTable } from '../format/tensor-table.js';
-import { addonUnavailableReason, canMap, type PageAdvice } from '../native.js';
+import { addonFix, addonUnavailableReason, canMap, type PageAdvice } from '../native.js';
 import { PageCache, type PrefetchOptions, type TensorSelection } from './page-cache.js';
 import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
@@ -81,8 +81,7 @@ export class GgufFile implements Disposable {
    * `whole`: how a single file was asked for when it must be a whole model (openGguf without
    * `{ split: false }`): by its name, or as a list of one part.
    */
-  constructor(sources: ByteSource | ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}, whole?: 'named' | 'listed') {
-    const list = 'head' in sources ? [{ source: sources as ByteSource }] : (sources as ReadonlyArray<{ source: ByteSource; path?: string }>);
+  constructor(list: ReadonlyArray<{ source: ByteSource; path?: string }>, limits: ParseLimits = {}, whole?: 'named' | 'listed') {
     // Parts after the first of a split model hold their split keys and tensor infos only: a small
     // first window (grown if needed) spares V8 megabytes of new ArrayBuffers per part.
     const headers = list.map(({ source }, i) => readHeader(source, limits, i === 0 ? undefined : PART_HEAD_BYTES));
@@ -295,8 +294,7 @@ function chooseMode(asked: OpenOptions['mode']): OpenMode {
   if (canMap()) return 'mmap';
   if (mode === 'auto') return 'read';
   const why = addonUnavailableReason() ?? 'this runtime does not allow ArrayBuffers over external memory';
-  const fix = why.startsWith('GGUF_MMAP_ADDON') ? 'unset GGUF_MMAP_ADDON or name a built gguf_mmap.node' : 'run `npm rebuild gguf-mmap` with a C++ compiler on PATH';
-  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; ${fix}, or open with { mode: 'read' }`, 0);
+  throw new GgufError('ADDON_UNAVAILABLE', `cannot map the file: ${why}; ${addonFix(why)}`, 0);
 }
 
 /**

@@ -210,8 +210,7 @@ export class MappedSource implements ByteSource {
     if (buffer !== undefined) {
       this.ownWindows.delete(key); // most recent last
     } else {
-      buffer = this.mapping.window(offset, length);
-      Object.defineProperty(buffer, SOURCE, { value: this });
+      buffer = this.newWindow(offset, length);
       this.ownBytes += length;
       for (const [oldest, old] of this.ownWindows) {
         if (this.ownBytes <= OWN_WINDOWS_BYTES) break;
@@ -243,10 +242,16 @@ export class MappedSource implements ByteSource {
     const key = `${kind}@${start}`;
     let buffer = this.windows.get(key);
     if (buffer === undefined) {
-      buffer = this.mapping.window(start, length);
+      buffer = this.newWindow(start, length);
       this.windows.set(key, buffer);
-      Object.defineProperty(buffer, SOURCE, { value: this });
     }
+    return buffer;
+  }
+
+  /** A new window over [start, start + length), tagged with this source (see SOURCE). */
+  private newWindow(start: number, length: number): ArrayBuffer {
+    const buffer = this.mapping.window(start, length);
+    Object.defineProperty(buffer, SOURCE, { value: this });
     return buffer;
   }
 }

@@ -49,8 +49,7 @@ export function resolveUrl(file: HubFile, endpoint = hubEndpoint()): string {
 export function hubToken(): string | undefined {
   const fromEnv = process.env.HF_TOKEN?.trim();
   if (fromEnv) return checkedToken(fromEnv, 'HF_TOKEN');
-  const home = process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
-  const path = process.env.HF_TOKEN_PATH || join(home, 'token');
+  const path = process.env.HF_TOKEN_PATH || join(hfHome(), 'token');
   let text: string;
   try {
     text = readFileSync(path, 'utf8').trim();
@@ -58,6 +57,16 @@ export function hubToken(): string | undefined {
     return undefined;
   }
   return text === '' ? undefined : checkedToken(text, path);
+}
+
+/** huggingface_hub's home: HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface. */
+export function hfHome(): string {
+  return process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
+}
+
+/** The Authorization header for the Hub: `token` if given, else hubToken()'s; undefined for none. */
+export function hubAuthorization(token?: string): string | undefined {
+  return bearer(token ?? hubToken());
 }
 
 /**

@@ -3,7 +3,7 @@ import { GgufFile } from '../file/gguf-file.js';
 import { partNameOf } from '../file/split.js';
 import { headerLengthGuess, parseLayout, type ParseLimits } from '../format/parse.js';
 import { splitPartName } from '../format/write-split.js';
-import { bearer, hubEndpoint, hubToken, parseHubUri, resolveUrl } from './hub.js';
+import { bearer, hubAuthorization, hubEndpoint, parseHubUri, resolveUrl } from './hub.js';
 import { RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
 import { RemoteSource } from './remote-source.js';
 
@@ -32,15 +32,14 @@ function target(uri: string, options: RemoteOptions): { url: string; authorizati
   const url = hub === undefined ? uri : resolveUrl(hub);
   // A token goes to the Hub (or the mirror HF_ENDPOINT names) and to URLs given with { token };
   // hubToken() is read only for the Hub.
-  const origin = new URL(url).origin;
-  const token = options.token ?? (hub !== undefined || origin === new URL(hubEndpoint()).origin ? hubToken() : undefined);
+  const forHub = hub !== undefined || new URL(url).origin === new URL(hubEndpoint()).origin;
   const partUrl = (name: string) => {
     if (hub !== undefined) return resolveUrl({ ...hub, path: hub.path.replace(/[^/]*$/, name) });
     const u = new URL(url);
     u.pathname = u.pathname.replace(/[^/]*$/, encodeURIComponent(name));
     return u.href;
   };
-  return { url, authorization: bearer(token), partUrl };
+  return { url, authorization: forHub ? hubAuthorization(options.token) : bearer(options.token), partUrl };
 }
 
 /**

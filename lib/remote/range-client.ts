@@ -127,7 +127,7 @@ export class RangeClient {
     const end = this.size === undefined ? offset + length : Math.min(offset + length, this.size);
     if (end <= offset) return new Uint8Array(0);
     const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
-    const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
+    const combined = eitherSignal(signal, timeout);
     try {
       const response = await this.get(`bytes=${offset}-${end - 1}`, combined, offset);
       return await this.body(response, offset, end, combined);
@@ -169,31 +169,10 @@ export class RangeClient {
       await response.body?.cancel();
       throw new GgufError('BAD_RESPONSE', `${where}: range ${offset}-${end - 1} is past the end of the file (HTTP 416)`, offset);
     }
-    if (response.status !== 200 && response.status !== 206) {
-      await response.body?.cancel();
-      const hint = response.status === 401 || response.status === 403 ? ' (a gated or private repository needs a token: HF_TOKEN or { token })' : '';
-      throw new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}${hint}`, offset);
-    }
-    const encoding = response.headers.get('content-encoding');
-    if (encoding !== null && encoding !== 'identity') {
-      await response.body?.cancel();
-      throw new GgufError('BAD_RESPONSE', `${where}: the server encoded a byte range (Content-Encoding: ${encoding}); ranges of an encoded body are not the file's bytes`, offset);
-    }
-    let skip = 0;
-    if (response.status === 206) {
-      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
-      const total = m?.[3] === '*' ? undefined : Number(m?.[3]);
-      if (m === null || Number(m[1]) !== offset || Number(m[2]) !== Math.min(end, total ?? end) - 1) {
-        await response.body?.cancel();
-        throw new GgufError('BAD_RESPONSE', `${where}: asked for bytes ${offset}-${end - 1}, the server sent Content-Range '${response.headers.get('content-range') ?? ''}'`, offset);
-      }
-      if (total !== undefined) this.noteSize(total, offset);
-    } else {
-      // 200: the server ignored Range and sends the whole file: read it up to `end`, then stop.
-      const length = response.headers.get('content-length');
-      if (length !== null) this.noteSize(Number(length), offset);
-      skip = offset;
-    }
+    const { start, total } = await checkRangeResponse(response, where, offset, end);
+    if (total !== undefined) this.noteSize(total, offset);
+    // A 200 (the server ignored Range) sends the whole file: read it up to `end`, then stop.
+    const skip = offset - start;
     const want = Math.min(end, this.size ?? end) - offset;
     const out = new Uint8Array(want);
     let filled = 0;
@@ -231,6 +210,43 @@ export class RangeClient {
   }
 }
 
+/** HTTP_ERROR for an error status; 401 and 403 say a token may be what is missing. */
+export function httpError(status: number, where: string, offset: number): GgufError {
+  const hint = status === 401 || status === 403 ? ' (a gated or private repository needs a token: HF_TOKEN or { token })' : '';
+  return new GgufError('HTTP_ERROR', `${where}: HTTP ${status}${hint}`, offset);
+}
+
+/**
+ * Checks that `response` carries the file's bytes from `from` (up to `end`, when given, or the
+ * file's end): a 206 whose Content-Range starts there (and ends there), or a 200 (the server
+ * ignored Range: the whole file); no Content-Encoding. Returns the file offset of its first byte
+ * and the file's size when it says; otherwise cancels the body and throws HTTP_ERROR or
+ * BAD_RESPONSE.
+ */
+export async function checkRangeResponse(response: Response, where: string, from: number, end?: number): Promise<{ start: number; total?: number }> {
+  const fail = async (error: GgufError) => {
+    await response.body?.cancel();
+    return error;
+  };
+  if (response.status !== 200 && response.status !== 206) throw await fail(httpError(response.status, where, from));
+  const encoding = response.headers.get('content-encoding');
+  if (encoding !== null && encoding !== 'identity') {
+    throw await fail(new GgufError('BAD_RESPONSE', `${where}: the server encoded a byte range (Content-Encoding: ${encoding}); ranges of an encoded body are not the file's bytes`, from));
+  }
+  if (response.status === 200) {
+    const length = response.headers.get('content-length');
+    return { start: 0, total: length === null ? undefined : Number(length) };
+  }
+  const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
+  const total = m === null || m[3] === '*' ? undefined : Number(m[3]);
+  const last = end === undefined ? undefined : Math.min(end, total ?? end) - 1;
+  if (m === null || Number(m[1]) !== from || (last !== undefined && Number(m[2]) !== last)) {
+    const asked = `${from}-${end === undefined ? '' : end - 1}`;
+    throw await fail(new GgufError('BAD_RESPONSE', `${where}: asked for bytes ${asked}, the server sent Content-Range '${response.headers.get('content-range') ?? ''}'`, from));
+  }
+  return { start: from, total };
+}
+
 /** Retry-After as milliseconds (delta-seconds or an HTTP date), bounded. */
 function retryAfter(value: string | null): number | undefined {
   if (value === null) return undefined;
@@ -250,6 +266,11 @@ export function safeMessage(error: unknown): string {
 function causeOf(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code !== undefined ? ` (${cause.code})` : cause?.message !== undefined ? ` (${cause.message})` : '';
+}
+
+/** A signal that aborts when `caller`'s does (if there is one) or `own` does. */
+export function eitherSignal(caller: AbortSignal | undefined, own: AbortSignal): AbortSignal {
+  return caller === undefined ? own : AbortSignal.any([caller, own]);
 }
 
 /** A wait of `ms` that an abort ends at once (rejecting with its reason). */
