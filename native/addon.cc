@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "dequant_napi.h"
-#include "fault_guard.h"
-#include "file_lock.h"
-#include "page_cache.h"
-#include "region.h"
+#include "os/fault_guard.h"
+#include "os/file_lock.h"
+#include "os/page_cache.h"
+#include "os/region.h"
 #include "string_walk.h"
 
 namespace gguf_mmap {

@@ -29,10 +29,10 @@
 #include <new>
 #include <string>
 #include <vector>
-#include <sys/mman.h>
 
 #include "dequant.h"
-#include "region.h"
+#include "os/memory.h"
+#include "os/region.h"
 
 namespace gguf_mmap {
 namespace {
@@ -69,11 +69,8 @@ class FloatBuffer {
   explicit FloatBuffer(size_t count) : bytes_(count * sizeof(float)), capacity_(bytes_) {
     if (bytes_ == 0) return;
     if (bytes_ >= kHugeAt && TakeKept()) return;
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    if (bytes_ >= kHugeAt) madvise(p, bytes_, MADV_HUGEPAGE);
-#endif
+    void* p = AllocatePages(bytes_, bytes_ >= kHugeAt);
+    if (p == nullptr) throw std::bad_alloc();
     data_ = static_cast<float*>(p);
   }
   ~FloatBuffer() { Free(data_, capacity_); }
@@ -93,15 +90,13 @@ class FloatBuffer {
   static void Free(float* data, size_t capacity) {
     if (data == nullptr) return;
     if (capacity >= kHugeAt && capacity <= kKeepAtMost) {
-#ifdef MADV_FREE
-      madvise(data, capacity, MADV_FREE);
-#endif
+      DiscardPages(data, capacity);
       std::lock_guard<std::mutex> lock(kept_mutex_);
       std::swap(data, kept_);
       std::swap(capacity, kept_capacity_);
       if (data == nullptr) return;
     }
-    munmap(data, capacity);
+    FreePages(data, capacity);
   }
 
  private:

@@ -1,4 +1,4 @@
-#include "fault_guard.h"
+#include "os/fault_guard.h"
 
 #include <csignal>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "page_cache.h"
+#include "os/page_cache.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "region.h"
+#include "os/region.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fault_guard.h"
+#include "os/fault_guard.h"
 
 namespace gguf_mmap {
 

@@ -1,4 +1,4 @@
-#include "file_lock.h"
+#include "os/file_lock.h"
 
 #include <cerrno>
 #include <fcntl.h>
