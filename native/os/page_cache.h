@@ -1,7 +1,7 @@
 // The page cache under the caller's control, for ranges of one mapping: how much is resident
 // (mincore), access-pattern advice (madvise), keeping pages resident (mlock), bringing them in
 // (MADV_POPULATE_READ, else a read of one byte per page), and evicting a file's clean pages
-// (posix_fadvise), for cold-start measurements. Pure OS code: no Node-API here.
+// (posix_fadvise; -ENOTSUP on macOS, which has no such call), for cold-start measurements. Pure OS code: no Node-API here.
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,9 @@
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
+#if defined(__APPLE__)
+#include <dlfcn.h>
+#endif
 
 namespace gguf_mmap {
 namespace {
@@ -88,6 +91,14 @@ bool FaultGuard::Install() {
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     installed = sigaction(SIGBUS, &action, &previous_action) == 0;
+#if defined(__APPLE__)
+    // macOS links have no -z nodelete: the addon opens itself once more with RTLD_NODELETE (it
+    // is already loaded: RTLD_NOLOAD), so the handler's code stays mapped after a worker exits.
+    Dl_info self;
+    if (installed && dladdr(reinterpret_cast<void*>(&OnSigbus), &self) != 0 && self.dli_fname != nullptr) {
+      dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+#endif
   });
   return installed;
 }

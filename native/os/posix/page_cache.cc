@@ -38,7 +38,12 @@ int64_t ResidentBytes(const uint8_t* begin, size_t length) {
   int64_t resident_pages = 0;
   for (size_t at = 0; at < span.length; at += slice_pages * page) {
     const size_t bytes = span.length - at < slice_pages * page ? span.length - at : slice_pages * page;
-    if (mincore(span.start + at, bytes, flags.data()) != 0) return -errno;
+#if defined(__APPLE__)
+    char* vec = reinterpret_cast<char*>(flags.data());  // macOS declares the vector as char*
+#else
+    unsigned char* vec = flags.data();
+#endif
+    if (mincore(span.start + at, bytes, vec) != 0) return -errno;
     for (size_t i = 0; i < bytes / page; i++) resident_pages += flags[i] & 1;
   }
   // Whole pages: the first and last may hold bytes outside the range; count at most its length.
@@ -98,11 +103,18 @@ int EvictFile(const char* path) {
     close(fd);
     return -error;
   }
+#if defined(__APPLE__)
+  // macOS has no call that drops a file's clean cached pages (F_NOCACHE only stops caching new
+  // reads through this descriptor): say so rather than pretend.
+  close(fd);
+  return -ENOTSUP;
+#else
   // Dirty pages cannot be dropped: write them back first.
   fdatasync(fd);
   const int result = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
   return -result;
+#endif
 }
 
 }  // namespace gguf_mmap

@@ -197,6 +197,7 @@ const char* ErrnoName(int errnum) {
     case EOVERFLOW: return "EOVERFLOW";
     case EIO: return "EIO";
     case ENXIO: return "ENXIO";
+    case ENOTSUP: return "ENOTSUP";
     default: return "EUNKNOWN";
   }
 }
