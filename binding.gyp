@@ -3,7 +3,7 @@
     {
       "target_name": "gguf_mmap",
       "sources": [
-        "native/addon.cc", "native/string_walk.cc",
+        "native/addon.cc", "native/string_walk.cc", "native/os/region.cc",
         "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
         "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],
@@ -15,7 +15,7 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": [
-            "native/os/posix/region.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
+            "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
             "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/linux/glibc_compat.cc"
           ],
           "cflags_cc": ["-ffunction-sections", "-fdata-sections", "-fvisibility=hidden"],
@@ -29,13 +29,13 @@
         }],
         ["OS=='mac'", {
           "sources": [
-            "native/os/posix/region.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
+            "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
             "native/os/posix/file_lock.cc", "native/os/posix/memory.cc"
           ]
         }],
         ["OS=='win'", {
           "sources": [
-            "native/os/windows/region.cc", "native/os/windows/fault_guard.cc", "native/os/windows/page_cache.cc",
+            "native/os/windows/file_map.cc", "native/os/windows/fault_guard.cc", "native/os/windows/page_cache.cc",
             "native/os/windows/file_lock.cc", "native/os/windows/memory.cc"
           ],
           "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } }

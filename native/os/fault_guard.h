@@ -1,14 +1,17 @@
-// Lost pages of a mapped file, turned from a fatal SIGBUS into zeros and a flag.
+// Lost pages of a mapped file, turned from a fatal fault into zeros and a flag.
 //
-// A file truncated while mapped makes every read of a page past its new end raise SIGBUS. The
-// handler here owns that signal for addresses inside this addon's mappings only: it maps zero
-// pages over the rest of the mapping, so the read that faulted resumes and sees zeros, and it
-// sets the mapping's status word, which the JS layer checks before every access (FILE_CHANGED).
-// Any other SIGBUS goes to the handler that was installed before, or kills the process as usual.
-// The addon is linked so that it is never unloaded (-z nodelete): a worker that loaded it and
-// exits must not leave the process's handler pointing at unmapped code.
+// A file truncated while mapped makes every read of a page past its new end fault (SIGBUS on
+// Linux and macOS; on Windows, which refuses to shrink a mapped file, an IN_PAGE_ERROR from a
+// failing network or removable drive, or under wine an ACCESS_VIOLATION). The handler here takes
+// such faults for addresses inside this addon's mappings only: it maps zero pages over the rest
+// of the mapping, so the read that faulted resumes and sees zeros, and it sets the mapping's
+// status word, which the JS layer checks before every access (FILE_CHANGED). Any other fault goes
+// to the handler that was installed before, or kills the process as usual. The addon is never
+// unloaded (-z nodelete, RTLD_NODELETE, a pinned module): a worker that loaded it and exits must
+// not leave the process's handler pointing at unmapped code.
 //
-// The handler takes no locks and allocates nothing: mappings live in a fixed table of atomic slots.
+// The POSIX handler takes no locks and allocates nothing: mappings live in a fixed table of
+// atomic slots.
 #pragma once
 
 #include <atomic>
@@ -30,8 +33,10 @@ class FaultGuard {
   // Takes a free slot for the mapping [begin, begin + length) (`writable`: its protection);
   // -1 when the table is full.
   static int Acquire(void* begin, size_t length, bool writable);
-  // The range no longer holds file pages (it was replaced by zeros at close): stop guarding it.
-  static void Disarm(int slot);
+  // Replaces the slot's range with zero pages in place, readable (and writable if the slot is):
+  // the address range stays valid for whoever still holds a pointer into it, and faults there no
+  // longer mean lost pages. False if the system refused (the file pages then stay mapped).
+  static bool ReplaceWithZeros(int slot);
   // The slot is free for another mapping.
   static void Free(int slot);
   // The slot's status word; stays valid for the life of the process.
@@ -39,10 +44,5 @@ class FaultGuard {
 
   static constexpr int kSlots = 65536;  // vm.max_map_count's default: no process maps more files
 };
-
-// Replaces [begin, begin + length) with private zero pages, in place (MAP_FIXED), readable (and
-// writable if asked): the address range stays valid for whoever still holds a pointer into it.
-// Async-signal-safe (one mmap call).
-bool ReplaceWithZeros(void* begin, size_t length, bool writable);
 
 }  // namespace gguf_mmap

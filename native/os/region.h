@@ -17,8 +17,8 @@
 namespace gguf_mmap {
 
 struct MapError {
-  int errnum;           // errno value from the failing call
-  const char* syscall;  // "open", "fstat" or "mmap"
+  int errnum;           // errno value of the failure (a system's own codes are translated)
+  const char* syscall;  // "open", "fstat" or "mmap" (the POSIX names, on every system)
   const char* detail;   // optional message replacing strerror(errnum)
 };
 
@@ -70,7 +70,7 @@ class Region {
   static int64_t LiveCount() { return live_count_.load(); }
 
  private:
-  Region(void* addr, size_t size, int fd) : addr_(addr), size_(size), fd_(fd) {}
+  Region(void* addr, size_t size, intptr_t file) : addr_(addr), size_(size), file_(file) {}
   ~Region() = default;
 
   void DropFileLocked();
@@ -78,7 +78,7 @@ class Region {
 
   void* addr_;
   size_t size_;
-  int fd_;  // kept open for CurrentIdentity(); closed with the file pages
+  intptr_t file_;  // descriptor or handle (file_map.h), kept for CurrentIdentity(); closed with the file pages
   int slot_ = -1;
   uint64_t owner_ = 0;
   bool copy_on_write_ = false;

@@ -32,6 +32,20 @@ bool installed = false;
 // Read once in Install(): the handler must not run a function-local static's guarded init.
 uintptr_t page_size = 4096;
 
+// Private zero pages over [begin, begin + length), in place (MAP_FIXED): one mmap call, so
+// async-signal-safe. Read-only zero pages are never charged against commit: a read-only mapping
+// (strict overcommit) is replaced by a read-only one, which cannot fail for want of memory.
+bool MapZeros(void* begin, size_t length, bool writable) {
+  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* at = mmap(begin, length, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return at != MAP_FAILED;
+}
+
+void Disarm(Slot& slot) {
+  slot.begin.store(0, std::memory_order_release);
+  slot.end.store(0, std::memory_order_release);
+}
+
 // Hands a SIGBUS that is not ours to whoever had it before; with no handler before, the default
 // action is restored and the faulting instruction runs again, so the process dies of the signal.
 void OnSigbus(int signo, siginfo_t* info, void* context);
@@ -65,7 +79,7 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
     // A truncation loses the file's tail: zero everything from this page on, so later reads of
     // the lost range do not fault one page at a time.
     const uintptr_t page = addr & ~(page_size - 1);
-    if (!ReplaceWithZeros(reinterpret_cast<void*>(page), end - page, slot.writable.load(std::memory_order_acquire))) break;
+    if (!MapZeros(reinterpret_cast<void*>(page), end - page, slot.writable.load(std::memory_order_acquire))) break;
     slot.status.fetch_or(kStatusPagesLost, std::memory_order_release);
     return;
   }
@@ -73,14 +87,6 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
 }
 
 }  // namespace
-
-bool ReplaceWithZeros(void* begin, size_t length, bool writable) {
-  // Read-only zero pages are never charged against commit: a read-only mapping (strict
-  // overcommit) is replaced by a read-only one, which cannot fail for want of memory.
-  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* at = mmap(begin, length, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-  return at != MAP_FAILED;
-}
 
 bool FaultGuard::Install() {
   std::call_once(install_once, [] {
@@ -120,13 +126,21 @@ int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
   return -1;
 }
 
-void FaultGuard::Disarm(int slot) {
-  slots[slot].begin.store(0, std::memory_order_release);
-  slots[slot].end.store(0, std::memory_order_release);
+bool FaultGuard::ReplaceWithZeros(int index) {
+  Slot& slot = slots[index];
+  const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+  if (begin == 0) return true;  // replaced already
+  if (!MapZeros(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin,
+                slot.writable.load(std::memory_order_acquire))) {
+    return false;
+  }
+  // Replaced first, then no longer guarded: a fault on the range in between is still ours.
+  Disarm(slot);
+  return true;
 }
 
 void FaultGuard::Free(int slot) {
-  Disarm(slot);
+  Disarm(slots[slot]);
   slots[slot].used.store(false, std::memory_order_release);
 }
 
