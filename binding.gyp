@@ -36,8 +36,10 @@
         ["OS=='win'", {
           "sources": [
             "native/os/windows/file_map.cc", "native/os/windows/fault_guard.cc", "native/os/windows/page_cache.cc",
-            "native/os/windows/file_lock.cc", "native/os/windows/memory.cc"
+            "native/os/windows/file_lock.cc", "native/os/windows/memory.cc", "native/os/windows/address_space.cc",
+            "native/os/windows/win32.cc"
           ],
+          "defines": ["_WIN32_WINNT=0x0A00"],
           "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } }
         }]
       ],

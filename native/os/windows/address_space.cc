@@ -1,0 +1,100 @@
+#include "os/windows/address_space.h"
+
+#include <atomic>
+
+namespace gguf_mmap {
+namespace {
+
+// The placeholder calls (kernelbase.dll, Windows 10 1803+), found at run time: the binary must
+// load where they are missing, and wine 8 exports them but refuses them (ERROR_INVALID_PARAMETER).
+constexpr ULONG kReservePlaceholder = 0x00040000;  // MEM_RESERVE_PLACEHOLDER
+constexpr ULONG kReplacePlaceholder = 0x00004000;  // MEM_REPLACE_PLACEHOLDER
+constexpr ULONG kPreservePlaceholder = 0x00000002;  // MEM_PRESERVE_PLACEHOLDER
+using VirtualAlloc2Fn = PVOID(WINAPI*)(HANDLE, PVOID, SIZE_T, ULONG, ULONG, void*, ULONG);
+using MapViewOfFile3Fn = PVOID(WINAPI*)(HANDLE, HANDLE, PVOID, ULONG64, SIZE_T, ULONG, ULONG, void*, ULONG);
+using UnmapViewOfFile2Fn = BOOL(WINAPI*)(HANDLE, PVOID, ULONG);
+
+struct Placeholders {
+  VirtualAlloc2Fn virtual_alloc2 = nullptr;
+  MapViewOfFile3Fn map_view3 = nullptr;
+  UnmapViewOfFile2Fn unmap_view2 = nullptr;
+  bool usable = false;
+};
+
+// Probed once: a placeholder reserved and freed. Every view is then mapped the same way, so the
+// close path never has to tell which kind a view is.
+const Placeholders& Probe() {
+  static const Placeholders found = [] {
+    Placeholders p;
+    HMODULE kernelbase = GetModuleHandleW(L"kernelbase.dll");
+    if (kernelbase == nullptr) return p;
+    p.virtual_alloc2 = reinterpret_cast<VirtualAlloc2Fn>(reinterpret_cast<void*>(GetProcAddress(kernelbase, "VirtualAlloc2")));
+    p.map_view3 = reinterpret_cast<MapViewOfFile3Fn>(reinterpret_cast<void*>(GetProcAddress(kernelbase, "MapViewOfFile3")));
+    p.unmap_view2 = reinterpret_cast<UnmapViewOfFile2Fn>(reinterpret_cast<void*>(GetProcAddress(kernelbase, "UnmapViewOfFile2")));
+    if (p.virtual_alloc2 == nullptr || p.map_view3 == nullptr || p.unmap_view2 == nullptr) return p;
+    void* probe = p.virtual_alloc2(GetCurrentProcess(), nullptr, 1 << 16, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
+    if (probe == nullptr) return p;
+    VirtualFree(probe, 0, MEM_RELEASE);
+    p.usable = true;
+    return p;
+  }();
+  return found;
+}
+
+size_t RoundToPages(size_t size) {
+  const size_t page = PageSize();
+  return (size + page - 1) / page * page;
+}
+
+}  // namespace
+
+size_t PageSize() {
+  static const size_t page = [] {
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return static_cast<size_t>(info.dwPageSize);
+  }();
+  return page;
+}
+
+void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error) {
+  const Placeholders& p = Probe();
+  if (!p.usable) {
+    void* view = MapViewOfFile(section, copy_on_write ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, size);
+    if (view == nullptr) *error = GetLastError();
+    return view;
+  }
+  const size_t span = RoundToPages(size);
+  void* placeholder = p.virtual_alloc2(GetCurrentProcess(), nullptr, span, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
+  if (placeholder == nullptr) {
+    *error = GetLastError();
+    return nullptr;
+  }
+  void* view = p.map_view3(section, GetCurrentProcess(), placeholder, 0, span, kReplacePlaceholder,
+                           copy_on_write ? PAGE_WRITECOPY : PAGE_READONLY, nullptr, 0);
+  if (view == nullptr) {
+    *error = GetLastError();
+    VirtualFree(placeholder, 0, MEM_RELEASE);
+  }
+  return view;
+}
+
+bool ViewToReservation(void* addr, size_t size) {
+  const Placeholders& p = Probe();
+  const size_t span = RoundToPages(size);
+  if (p.usable) {
+    // The view back to a placeholder, then the placeholder to a reservation: the range is ours
+    // throughout.
+    if (!p.unmap_view2(GetCurrentProcess(), addr, kPreservePlaceholder)) return false;
+    return p.virtual_alloc2(GetCurrentProcess(), addr, span, MEM_RESERVE | kReplacePlaceholder, PAGE_NOACCESS, nullptr, 0) != nullptr;
+  }
+  if (!UnmapViewOfFile(addr)) return false;
+  // Views start on the allocation granularity, so the same range can be reserved again.
+  return VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr;
+}
+
+void ReleaseRange(void* addr) {
+  if (!UnmapViewOfFile(addr)) VirtualFree(addr, 0, MEM_RELEASE);
+}
+
+}  // namespace gguf_mmap

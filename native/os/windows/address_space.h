@@ -1,0 +1,28 @@
+// A file view whose address range can become reserved memory in place, so that close() leaves no
+// hole anyone could fault on or have reused under a live view: Windows 10 1803+ maps the view into
+// a placeholder and swaps it for a reservation atomically; elsewhere (wine, older Windows) the view
+// is unmapped and the same range reserved at once. Reserved pages read as zeros: the fault
+// handler (fault_guard.cc) commits each one when it is first touched, so no commit charge is taken
+// for a closed file's size.
+#pragma once
+
+#include <cstddef>
+
+#include "os/windows/win32.h"
+
+namespace gguf_mmap {
+
+// A view of the whole section (`size` bytes), copy-on-write or read-only; nullptr with `*error`.
+void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error);
+
+// The view at `addr` becomes reserved, uncommitted memory of the same range. False if the range
+// could not be reserved again (something else took it between the two calls of the fallback).
+bool ViewToReservation(void* addr, size_t size);
+
+// Gives the range back, whether it is still a view or a reservation.
+void ReleaseRange(void* addr);
+
+// The system's page size (what commit and QueryWorkingSetEx count in).
+size_t PageSize();
+
+}  // namespace gguf_mmap
