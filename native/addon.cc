@@ -16,6 +16,7 @@
 #include "dequant_napi.h"
 #include "os/fault_guard.h"
 #include "os/file_lock.h"
+#include "os/host_symbol.h"
 #include "os/page_cache.h"
 #include "os/region.h"
 #include "string_walk.h"
@@ -44,17 +45,40 @@ void FinalizeWindow(napi_env /*env*/, void* /*data*/, void* hint) {
   static_cast<Region*>(hint)->Release();
 }
 
-// An external ArrayBuffer over `length` bytes at `data` that holds the Region until it is
-// collected. Node runs the finalizer itself when creation fails, so the hold is not leaked then.
-Napi::ArrayBuffer HoldingBuffer(Napi::Env env, Region* region, void* data, size_t length) {
+// node_api_create_external_sharedarraybuffer (experimental Node-API: Node 22.23, 24.22, 26.12),
+// found at load time. V8 does not count a SharedArrayBuffer's memory as the isolate's external
+// memory, so a window of any size costs no garbage collection; and a view over one posted to a
+// worker shares the pages instead of copying them. Its finalizer has no environment: it runs on
+// whichever thread drops the last reference, which Region::Release() allows.
+using CreateExternalSharedArrayBuffer = napi_status(NAPI_CDECL*)(napi_env, void*, size_t, void(NAPI_CDECL*)(void*, void*),
+                                                                 void*, napi_value*);
+CreateExternalSharedArrayBuffer ExternalSharedArrayBuffers() {
+  static const auto create = reinterpret_cast<CreateExternalSharedArrayBuffer>(HostSymbol("node_api_create_external_sharedarraybuffer"));
+  return create;
+}
+
+void NAPI_CDECL FinalizeSharedWindow(void* /*data*/, void* hint) { static_cast<Region*>(hint)->Release(); }
+
+// An external ArrayBuffer (a SharedArrayBuffer when `shared` and the runtime can make one) over
+// `length` bytes at `data` that holds the Region until it is collected. Node runs the
+// ArrayBuffer's finalizer itself when creation fails, so the hold is not leaked then.
+Napi::Value HoldingBuffer(Napi::Env env, Region* region, void* data, size_t length, bool shared) {
   if (!ExternalBuffersAllowed()) {
     throw Napi::Error::New(env, "this runtime does not allow ArrayBuffers over external memory; open the file with { mode: 'read' }");
   }
   region->Retain();
   napi_value buffer;
+  if (shared && ExternalSharedArrayBuffers() != nullptr) {
+    // Whether a failed call ran the finalizer is not specified: the hold is kept then (the range
+    // stays mapped until exit) rather than risk releasing it twice.
+    if (ExternalSharedArrayBuffers()(env, data, length, FinalizeSharedWindow, region, &buffer) != napi_ok) {
+      throw Napi::Error::New(env, "cannot create a SharedArrayBuffer over the mapping");
+    }
+    return Napi::Value(env, buffer);
+  }
   napi_status status = napi_create_external_arraybuffer(env, data, length, FinalizeWindow, region, &buffer);
   if (status != napi_ok) throw Napi::Error::New(env, "cannot create an ArrayBuffer over the mapping");
-  return Napi::ArrayBuffer(env, buffer);
+  return Napi::Value(env, buffer);
 }
 
 // One JS environment (the main thread, or one worker): its id, which its Regions carry (their
@@ -223,6 +247,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
                        {InstanceAccessor<&Mapping::Size>("size"),
                         InstanceAccessor<&Mapping::Closed>("closed"),
                         InstanceAccessor<&Mapping::CopyOnWrite>("copyOnWrite"),
+                        InstanceAccessor<&Mapping::Shared>("sharedArrayBuffers"),
                         InstanceAccessor<&Mapping::Identity>("identity"),
                         InstanceMethod<&Mapping::CurrentIdentity>("currentIdentity"),
                         InstanceMethod<&Mapping::Status>("status"),
@@ -236,12 +261,15 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
                         InstanceMethod<&Mapping::Close>("close")});
   }
 
-  // new Mapping(path, maxWindowBytes)
+  // new Mapping(path, maxWindowBytes, sharedArrayBuffers): windows are SharedArrayBuffers when
+  // asked and the runtime can make them (externalSharedArrayBuffers() tells).
   explicit Mapping(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Mapping>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 2 || !info[1].IsNumber()) throw Napi::TypeError::New(env, "Mapping(path: string, maxWindow: number)");
-    const std::string path = PathArgument(info, "Mapping(path: string, maxWindow: number)");
+    constexpr const char* kUsage = "Mapping(path: string, maxWindow: number, sharedArrayBuffers?: boolean)";
+    if (info.Length() < 2 || !info[1].IsNumber()) throw Napi::TypeError::New(env, kUsage);
+    const std::string path = PathArgument(info, kUsage);
     max_window_ = info[1].As<Napi::Number>().DoubleValue();
+    shared_ = info.Length() > 2 && info[2].ToBoolean().Value() && ExternalSharedArrayBuffers() != nullptr;
     MapError error{};
     region_ = Region::MapFile(path.c_str(), &error, EnvOf(env)->id);
     if (region_ == nullptr) throw MapFailure(env, error, path);
@@ -276,6 +304,8 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     return Napi::Boolean::New(info.Env(), live()->copy_on_write());
   }
 
+  Napi::Value Shared(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), shared_); }
+
   // { dev, ino, size, mtimeNs } of the file when it was mapped.
   Napi::Value Identity(const Napi::CallbackInfo& info) {
     return IdentityObject(info.Env(), live()->identity());
@@ -291,7 +321,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   // status(): a 4-byte ArrayBuffer over the mapping's status word (fault_guard.h), which the SIGBUS
   // handler sets; JS reads it before each access without a call into the addon.
   Napi::Value Status(const Napi::CallbackInfo& info) {
-    return HoldingBuffer(info.Env(), live(), live()->status(), sizeof(uint32_t));
+    return HoldingBuffer(info.Env(), live(), live()->status(), sizeof(uint32_t), shared_);
   }
 
   // window(offset, length): an external ArrayBuffer over bytes [offset, offset + length).
@@ -312,7 +342,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
       throw Napi::RangeError::New(env, "window out of range");
     }
     uint8_t* start = const_cast<uint8_t*>(live()->data()) + static_cast<size_t>(offset);
-    return HoldingBuffer(env, live(), start, static_cast<size_t>(length));
+    return HoldingBuffer(env, live(), start, static_cast<size_t>(length), shared_);
   }
 
   // The bytes [offset, offset + length) named by info[0], info[1], checked against the mapping.
@@ -428,6 +458,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
   Region* region_ = nullptr;
   Region* hold_ = nullptr;  // region_ while this object holds it (EnvState)
   double max_window_ = 0;
+  bool shared_ = false;  // windows are SharedArrayBuffers
   EnvStatePtr env_;
 };
 
@@ -496,6 +527,10 @@ bool ProbeExternalBuffers(Napi::Env env) {
 Napi::Value ExternalBuffers(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), ExternalBuffersAllowed());
 }
+// externalSharedArrayBuffers(): whether windows can be SharedArrayBuffers in this runtime.
+Napi::Value ExternalSharedArrayBuffersJs(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), ExternalSharedArrayBuffers() != nullptr);
+}
 Napi::Value RefuseExternalBuffers(const Napi::CallbackInfo& info) {
   g_external_buffers_refused.store(info.Length() > 0 && info[0].ToBoolean().Value());
   return info.Env().Undefined();
@@ -509,6 +544,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   napi_add_env_cleanup_hook(env, CleanUpEnv, new EnvStatePtr(*state));
   if (!ProbeExternalBuffers(env)) g_external_buffers_refused.store(true);
   exports.Set("externalBuffers", Napi::Function::New<ExternalBuffers>(env, "externalBuffers"));
+  exports.Set("externalSharedArrayBuffers", Napi::Function::New<ExternalSharedArrayBuffersJs>(env, "externalSharedArrayBuffers"));
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("Mapping", Mapping::Define(env));

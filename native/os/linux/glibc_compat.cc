@@ -3,6 +3,7 @@
 // Node 20+ builds). The link routes each such symbol here (-Wl,--wrap=SYMBOL, binding.gyp and
 // CMakeLists.txt); scripts/check-glibc.sh fails the build if any newer version, any GLIBCXX or
 // CXXABI, or any __wrap_ symbol left undefined remains.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +25,12 @@ extern "C" {
 int gguf_mmap_old_pthread_once(pthread_once_t* once, void (*init)(void));
 __asm__(".symver gguf_mmap_old_pthread_once, pthread_once@" GGUF_MMAP_GLIBC_BASE);
 int __wrap_pthread_once(pthread_once_t* once, void (*init)(void)) { return gguf_mmap_old_pthread_once(once, init); }
+
+// dlsym moved from libdl into libc in glibc 2.34 with a new version, as pthread_once did (the
+// link names libdl.so.2).
+void* gguf_mmap_old_dlsym(void* handle, const char* name);
+__asm__(".symver gguf_mmap_old_dlsym, dlsym@" GGUF_MMAP_GLIBC_BASE);
+void* __wrap_dlsym(void* handle, const char* name) { return gguf_mmap_old_dlsym(handle, name); }
 
 // fstat and fstat64 became functions of their own in glibc 2.33 (inline wrappers of __fxstat
 // before): the system call itself, whose struct is glibc's struct stat64 on x86-64 and arm64.

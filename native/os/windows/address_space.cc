@@ -1,6 +1,7 @@
 #include "os/windows/address_space.h"
 
-#include <atomic>
+#include <algorithm>
+#include <vector>
 
 namespace gguf_mmap {
 namespace {
@@ -41,6 +42,28 @@ const Placeholders& Probe() {
   return found;
 }
 
+// The ranges this file made (views, then reservations), under one lock: a range is given back
+// only if it is still ours.
+SRWLOCK ranges_lock = SRWLOCK_INIT;
+std::vector<void*>& OwnedRanges() {
+  static std::vector<void*>* ranges = new std::vector<void*>();  // never destroyed: used at exit
+  return *ranges;
+}
+
+struct Locked {
+  Locked() { AcquireSRWLockExclusive(&ranges_lock); }
+  ~Locked() { ReleaseSRWLockExclusive(&ranges_lock); }
+};
+
+bool Forget(void* addr) {
+  std::vector<void*>& ranges = OwnedRanges();
+  const auto at = std::find(ranges.begin(), ranges.end(), addr);
+  if (at == ranges.end()) return false;
+  *at = ranges.back();
+  ranges.pop_back();
+  return true;
+}
+
 size_t RoundToPages(size_t size) {
   const size_t page = PageSize();
   return (size + page - 1) / page * page;
@@ -59,41 +82,54 @@ size_t PageSize() {
 
 void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error) {
   const Placeholders& p = Probe();
+  Locked locked;
+  void* view = nullptr;
   if (!p.usable) {
-    void* view = MapViewOfFile(section, copy_on_write ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, size);
+    view = MapViewOfFile(section, copy_on_write ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, size);
     if (view == nullptr) *error = GetLastError();
-    return view;
+  } else {
+    const size_t span = RoundToPages(size);
+    void* placeholder = p.virtual_alloc2(GetCurrentProcess(), nullptr, span, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
+    if (placeholder == nullptr) {
+      *error = GetLastError();
+      return nullptr;
+    }
+    view = p.map_view3(section, GetCurrentProcess(), placeholder, 0, span, kReplacePlaceholder,
+                       copy_on_write ? PAGE_WRITECOPY : PAGE_READONLY, nullptr, 0);
+    if (view == nullptr) {
+      *error = GetLastError();
+      VirtualFree(placeholder, 0, MEM_RELEASE);
+    }
   }
-  const size_t span = RoundToPages(size);
-  void* placeholder = p.virtual_alloc2(GetCurrentProcess(), nullptr, span, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
-  if (placeholder == nullptr) {
-    *error = GetLastError();
-    return nullptr;
-  }
-  void* view = p.map_view3(section, GetCurrentProcess(), placeholder, 0, span, kReplacePlaceholder,
-                           copy_on_write ? PAGE_WRITECOPY : PAGE_READONLY, nullptr, 0);
-  if (view == nullptr) {
-    *error = GetLastError();
-    VirtualFree(placeholder, 0, MEM_RELEASE);
-  }
+  if (view != nullptr) OwnedRanges().push_back(view);
   return view;
 }
 
-bool ViewToReservation(void* addr, size_t size) {
+Replaced ViewToReservation(void* addr, size_t size) {
   const Placeholders& p = Probe();
   const size_t span = RoundToPages(size);
+  Locked locked;
   if (p.usable) {
     // The view back to a placeholder, then the placeholder to a reservation: the range is ours
     // throughout.
-    if (!p.unmap_view2(GetCurrentProcess(), addr, kPreservePlaceholder)) return false;
-    return p.virtual_alloc2(GetCurrentProcess(), addr, span, MEM_RESERVE | kReplacePlaceholder, PAGE_NOACCESS, nullptr, 0) != nullptr;
+    if (!p.unmap_view2(GetCurrentProcess(), addr, kPreservePlaceholder)) return Replaced::kViewKept;
+    if (p.virtual_alloc2(GetCurrentProcess(), addr, span, MEM_RESERVE | kReplacePlaceholder, PAGE_NOACCESS, nullptr, 0) != nullptr) {
+      return Replaced::kReserved;
+    }
+    VirtualFree(addr, 0, MEM_RELEASE);  // the placeholder itself
+    Forget(addr);
+    return Replaced::kLost;
   }
-  if (!UnmapViewOfFile(addr)) return false;
+  if (!UnmapViewOfFile(addr)) return Replaced::kViewKept;
   // Views start on the allocation granularity, so the same range can be reserved again.
-  return VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr;
+  if (VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr) return Replaced::kReserved;
+  Forget(addr);
+  return Replaced::kLost;
 }
 
 void ReleaseRange(void* addr) {
+  Locked locked;
+  if (!Forget(addr)) return;
   if (!UnmapViewOfFile(addr)) VirtualFree(addr, 0, MEM_RELEASE);
 }
 

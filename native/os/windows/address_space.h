@@ -15,11 +15,20 @@ namespace gguf_mmap {
 // A view of the whole section (`size` bytes), copy-on-write or read-only; nullptr with `*error`.
 void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error);
 
-// The view at `addr` becomes reserved, uncommitted memory of the same range. False if the range
-// could not be reserved again (something else took it between the two calls of the fallback).
-bool ViewToReservation(void* addr, size_t size);
+// What ViewToReservation did.
+enum class Replaced {
+  kReserved,  // the range is reserved memory now
+  kViewKept,  // the view could not be unmapped: the file pages stay
+  kLost,      // unmapped, but something else took the range before it could be reserved again
+};
 
-// Gives the range back, whether it is still a view or a reservation.
+// The view at `addr` becomes reserved, uncommitted memory of the same range. Every view and
+// reservation of this file is made and given back under one lock, so no other file's view can
+// take the range in between; other allocations in the process still can (kLost) where there are
+// no placeholders.
+Replaced ViewToReservation(void* addr, size_t size);
+
+// Gives the range back, whether it is still a view or a reservation; nothing once it was lost.
 void ReleaseRange(void* addr);
 
 // The system's page size (what commit and QueryWorkingSetEx count in).

@@ -27,11 +27,6 @@ std::atomic<int> next_hint{0};
 std::once_flag install_once;
 bool installed = false;
 
-bool IsViewAt(uintptr_t addr) {
-  MEMORY_BASIC_INFORMATION info;
-  return VirtualQuery(reinterpret_cast<void*>(addr), &info, sizeof info) != 0 && info.Type == MEM_MAPPED;
-}
-
 // The range becomes zeros: exactly one caller (a close, or a fault handler) unmaps the view, the
 // others wait for it. False if it could not be replaced (the file pages then stay).
 bool ToZeros(Slot& slot) {
@@ -44,10 +39,14 @@ bool ToZeros(Slot& slot) {
     }
     if (!slot.mode.compare_exchange_strong(mode, kReplacing, std::memory_order_acq_rel)) continue;
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
-    const bool replaced = ViewToReservation(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin);
-    // Even when the range could not be reserved again the view is gone: faults there are zeros.
-    slot.mode.store(replaced || !IsViewAt(begin) ? kZeros : kFilePages, std::memory_order_release);
-    return replaced;
+    const Replaced replaced = ViewToReservation(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin);
+    if (replaced == Replaced::kLost) {
+      // Someone else's memory now: no longer ours to guard (a view still held reads it).
+      slot.begin.store(0, std::memory_order_release);
+      slot.end.store(0, std::memory_order_release);
+    }
+    slot.mode.store(replaced == Replaced::kViewKept ? kFilePages : kZeros, std::memory_order_release);
+    return replaced != Replaced::kViewKept;
   }
 }
 
