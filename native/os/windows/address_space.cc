@@ -105,7 +105,17 @@ void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error)
   return view;
 }
 
-Replaced ViewToReservation(void* addr, size_t size) {
+namespace {
+
+// The reserved range committed as zero pages, if the commit limit allows it (see the header).
+Replaced CommitZeros(void* addr, size_t span, bool writable) {
+  VirtualAlloc(addr, span, MEM_COMMIT, writable ? PAGE_READWRITE : PAGE_READONLY);
+  return Replaced::kReserved;
+}
+
+}  // namespace
+
+Replaced ViewToReservation(void* addr, size_t size, bool writable) {
   const Placeholders& p = Probe();
   const size_t span = RoundToPages(size);
   Locked locked;
@@ -114,7 +124,7 @@ Replaced ViewToReservation(void* addr, size_t size) {
     // throughout.
     if (!p.unmap_view2(GetCurrentProcess(), addr, kPreservePlaceholder)) return Replaced::kViewKept;
     if (p.virtual_alloc2(GetCurrentProcess(), addr, span, MEM_RESERVE | kReplacePlaceholder, PAGE_NOACCESS, nullptr, 0) != nullptr) {
-      return Replaced::kReserved;
+      return CommitZeros(addr, span, writable);
     }
     VirtualFree(addr, 0, MEM_RELEASE);  // the placeholder itself
     Forget(addr);
@@ -122,7 +132,7 @@ Replaced ViewToReservation(void* addr, size_t size) {
   }
   if (!UnmapViewOfFile(addr)) return Replaced::kViewKept;
   // Views start on the allocation granularity, so the same range can be reserved again.
-  if (VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr) return Replaced::kReserved;
+  if (VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr) return CommitZeros(addr, span, writable);
   Forget(addr);
   return Replaced::kLost;
 }

@@ -1,9 +1,11 @@
-// A file view whose address range can become reserved memory in place, so that close() leaves no
-// hole anyone could fault on or have reused under a live view: Windows 10 1803+ maps the view into
-// a placeholder and swaps it for a reservation atomically; elsewhere (wine, older Windows) the view
-// is unmapped and the same range reserved at once. Reserved pages read as zeros: the fault
-// handler (fault_guard.cc) commits each one when it is first touched, so no commit charge is taken
-// for a closed file's size.
+// A file view whose address range can become zero-filled memory in place, so that close() leaves
+// no hole anyone could fault on or have reused under a live view: Windows 10 1803+ maps the view
+// into a placeholder and swaps it for a reservation atomically; elsewhere (wine, older Windows) the
+// view is unmapped and the same range reserved at once. The range is then committed as zero pages
+// (commit charge only: no page is touched) so that the kernel too can read it, for a WriteFile or
+// send() of a view still in flight; where the commit limit refuses that, pages stay reserved and the
+// fault handler (fault_guard.cc) commits each one when user code first touches it (the kernel's own
+// reads of them then fail with an error instead).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +28,7 @@ enum class Replaced {
 // reservation of this file is made and given back under one lock, so no other file's view can
 // take the range in between; other allocations in the process still can (kLost) where there are
 // no placeholders.
-Replaced ViewToReservation(void* addr, size_t size);
+Replaced ViewToReservation(void* addr, size_t size, bool writable);
 
 // Gives the range back, whether it is still a view or a reservation; nothing once it was lost.
 void ReleaseRange(void* addr);

@@ -39,7 +39,8 @@ bool ToZeros(Slot& slot) {
     }
     if (!slot.mode.compare_exchange_strong(mode, kReplacing, std::memory_order_acq_rel)) continue;
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
-    const Replaced replaced = ViewToReservation(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin);
+    const Replaced replaced = ViewToReservation(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin,
+                                               slot.writable.load(std::memory_order_acquire));
     if (replaced == Replaced::kLost) {
       // Someone else's memory now: no longer ours to guard (a view still held reads it).
       slot.begin.store(0, std::memory_order_release);
@@ -51,11 +52,17 @@ bool ToZeros(Slot& slot) {
 }
 
 // A touched page of a closed (or lost) range: committed as a zero page with the slot's protection.
-bool CommitZeroPage(const Slot& slot, uintptr_t addr) {
+// True when the access can be retried: committed now, or already by the time the handler looks
+// (the close committed the whole range meanwhile).
+bool CommitZeroPage(const Slot& slot, uintptr_t addr, bool write) {
   const uintptr_t page = addr & ~(static_cast<uintptr_t>(PageSize()) - 1);
   MEMORY_BASIC_INFORMATION info;
   if (VirtualQuery(reinterpret_cast<void*>(page), &info, sizeof info) == 0) return false;
-  // Committed already: the fault is the program's (a write to a read-only zero page).
+  if (info.State == MEM_COMMIT) {
+    // A write to a read-only zero page is the program's own fault; anything else was a fault from
+    // before the page was committed.
+    return !(write && info.Protect == PAGE_READONLY);
+  }
   if (info.State != MEM_RESERVE) return false;
   const DWORD protection = slot.writable.load(std::memory_order_acquire) ? PAGE_READWRITE : PAGE_READONLY;
   return VirtualAlloc(reinterpret_cast<void*>(page), PageSize(), MEM_COMMIT, protection) != nullptr;
@@ -89,7 +96,7 @@ LONG CALLBACK OnException(EXCEPTION_POINTERS* pointers) {
       ToZeros(slot);  // waits for whoever is replacing it
       return EXCEPTION_CONTINUE_EXECUTION;
     }
-    if (mode == kZeros && CommitZeroPage(slot, addr)) return EXCEPTION_CONTINUE_EXECUTION;
+    if (mode == kZeros && CommitZeroPage(slot, addr, access == 1)) return EXCEPTION_CONTINUE_EXECUTION;
     return EXCEPTION_CONTINUE_SEARCH;
   }
   return EXCEPTION_CONTINUE_SEARCH;

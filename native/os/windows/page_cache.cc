@@ -90,6 +90,8 @@ int Unlock(const uint8_t* begin, size_t length) {
   return 0;
 }
 
+const char* LockLimitHint() { return "VirtualLock: locked memory is limited by the process's working-set quota"; }
+
 int Populate(const uint8_t* begin, size_t length) {
   if (length == 0) return 0;
   const PageSpan span = Pages(begin, length);
