@@ -16,28 +16,28 @@
         ["OS=='linux'", {
           "sources": [
             "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
-            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/linux/glibc_compat.cc"
+            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc", "native/os/linux/glibc_compat.cc"
           ],
           "cflags_cc": ["-ffunction-sections", "-fdata-sections", "-fvisibility=hidden"],
           "ldflags": [
             "-Wl,-z,nodelete",
             "-static-libstdc++", "-Wl,--exclude-libs,ALL", "-Wl,--gc-sections",
-            "-Wl,--wrap=pthread_once", "-Wl,--wrap=fstat64", "-Wl,--wrap=fstat", "-Wl,--wrap=__libc_single_threaded",
+            "-Wl,--wrap=pthread_once", "-Wl,--wrap=fstat64", "-Wl,--wrap=fstat", "-Wl,--wrap=__libc_single_threaded", "-Wl,--wrap=dlsym",
             "-Wl,--version-script=<(module_root_dir)/native/os/linux/exports.map", "-Wl,--no-as-needed"
           ],
-          "libraries": ["-l:libpthread.so.0"]
+          "libraries": ["-l:libpthread.so.0", "-l:libdl.so.2"]
         }],
         ["OS=='mac'", {
           "sources": [
             "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
-            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc"
+            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc"
           ]
         }],
         ["OS=='win'", {
           "sources": [
             "native/os/windows/file_map.cc", "native/os/windows/fault_guard.cc", "native/os/windows/page_cache.cc",
             "native/os/windows/file_lock.cc", "native/os/windows/memory.cc", "native/os/windows/address_space.cc",
-            "native/os/windows/win32.cc"
+            "native/os/windows/win32.cc", "native/os/windows/host_symbol.cc"
           ],
           "defines": ["_WIN32_WINNT=0x0A00"],
           "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } }

@@ -32,7 +32,7 @@ async function measure(heapMiB: number, path: string, whole: boolean): Promise<v
   await new Promise((resolve) => setTimeout(resolve, 500));
 
   if (whole) {
-    const mapping = mapFile(path, Number.MAX_SAFE_INTEGER);
+    const mapping = mapFile(path, Number.MAX_SAFE_INTEGER, false);
     const start = performance.now();
     const buffer = mapping.window(0, Math.min(mapping.size, 2 ** 32));
     void new Uint8Array(buffer)[0];

@@ -19,14 +19,16 @@ export interface NativeMapping {
   readonly closed: boolean;
   /** False when the kernel would not commit a writable mapping and it is read-only. */
   readonly copyOnWrite: boolean;
+  /** Whether windows (and status()) are SharedArrayBuffers. */
+  readonly sharedArrayBuffers: boolean;
   /** The file as it was when mapped. */
   readonly identity: FileIdentity;
   /** The mapped file as it is now (fstat of the file itself, not its path); null after close. */
   currentIdentity(): FileIdentity | null;
   /** A 4-byte buffer over the status word the SIGBUS handler sets (bit 0: pages lost). */
-  status(): ArrayBuffer;
-  /** An external ArrayBuffer over file bytes [offset, offset + length). */
-  window(offset: number, length: number): ArrayBuffer;
+  status(): ArrayBuffer | SharedArrayBuffer;
+  /** An external ArrayBuffer (or SharedArrayBuffer, see sharedArrayBuffers) over file bytes [offset, offset + length). */
+  window(offset: number, length: number): ArrayBuffer | SharedArrayBuffer;
   /**
    * A function decoding rows of the tensor at [offset, offset + length) straight from the mapping
    * (no window): `rows` the first of `count`, or their ids; false without a native kernel for the type.
@@ -61,7 +63,8 @@ export interface NativeDequantJob {
 }
 
 interface Addon {
-  Mapping: new (path: string, maxWindow: number) => NativeMapping;
+  Mapping: new (path: string, maxWindow: number, sharedArrayBuffers: boolean) => NativeMapping;
+  externalSharedArrayBuffers(): boolean;
   liveMappings(): number;
   evictFile(path: string): void;
   tryLockFile(path: string): number;
@@ -180,8 +183,17 @@ export function canMap(): boolean {
   return optionalAddon()?.externalBuffers() ?? false;
 }
 
-export function mapFile(path: string, maxWindow: number): NativeMapping {
-  return new (addon().Mapping)(path, maxWindow);
+/**
+ * Maps `path`; windows are SharedArrayBuffers when `sharedArrayBuffers` and the runtime has
+ * node_api_create_external_sharedarraybuffer (Node 22.23, 24.22, 26.12 and later).
+ */
+export function mapFile(path: string, maxWindow: number, sharedArrayBuffers: boolean): NativeMapping {
+  return new (addon().Mapping)(path, maxWindow, sharedArrayBuffers);
+}
+
+/** Whether windows over a mapping can be SharedArrayBuffers in this runtime (false without the addon). */
+export function canShareWindows(): boolean {
+  return optionalAddon()?.externalSharedArrayBuffers() ?? false;
 }
 
 /**

@@ -193,7 +193,9 @@ std::string PathArgument(const Napi::CallbackInfo& info, const char* usage) {
 
 Napi::Error SystemError(Napi::Env env, int errnum, const char* syscall, const std::string& hint = "") {
   const char* code = ErrnoName(errnum);
-  Napi::Error error = Napi::Error::New(env, std::string(code) + ": " + std::strerror(errnum) + ", " + syscall + hint);
+  // ENOTSUP from the OS layer means this system has no such call (strerror may not know it).
+  const char* text = errnum == ENOTSUP ? "not supported on this system" : std::strerror(errnum);
+  Napi::Error error = Napi::Error::New(env, std::string(code) + ": " + text + ", " + syscall + hint);
   error.Set("code", code);
   error.Set("errno", static_cast<double>(-errnum));
   error.Set("syscall", syscall);
@@ -411,8 +413,7 @@ class Mapping : public Napi::ObjectWrap<Mapping> {
     const uint8_t* begin = RangeAt(info, &length);
     const int result = Lock(begin, length);
     if (result != 0) {
-      throw SystemError(info.Env(), -result, "mlock",
-                        " (locked memory is limited by RLIMIT_MEMLOCK: see `ulimit -l`, or grant CAP_IPC_LOCK)");
+      throw SystemError(info.Env(), -result, "mlock", std::string(" (") + LockLimitHint() + ")");
     }
     return info.Env().Undefined();
   }

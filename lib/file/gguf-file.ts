@@ -37,6 +37,13 @@ export interface OpenOptions {
    * (default true); false opens that one file alone.
    */
   split?: boolean;
+  /**
+   * Views over SharedArrayBuffers where the runtime can make them over the mapping (default true;
+   * Node 22.23, 24.22, 26.12 and later): no garbage collection for any tensor size, and a view
+   * posted to a worker shares the pages instead of copying them. False: ArrayBuffers everywhere.
+   * See `sharedArrayBuffers` and README, "Memory and the garbage collector".
+   */
+  sharedArrayBuffers?: boolean;
 }
 
 /** One file of a model split into parts (a file not split is its own single part). */
@@ -179,6 +186,14 @@ export class GgufFile implements Disposable {
     return this.fileParts.map((p) => p.source);
   }
 
+  /**
+   * Whether tensor bytes and views lie over SharedArrayBuffers (mapped, where the runtime can make
+   * them): a view posted to a worker (postMessage, structuredClone) is then the same memory there.
+   */
+  get sharedArrayBuffers(): boolean {
+    return this.source instanceof MappedSource && this.source.sharedArrayBuffers;
+  }
+
   /** Whether tensor bytes and views are views of the file's memory (mmap and memory modes) rather than copies. */
   get zeroCopy(): boolean {
     return this.source.zeroCopy;
@@ -310,7 +325,7 @@ export function openGguf(path: string | URL | Buffer | ReadonlyArray<string | UR
   const mode = chooseMode(options.mode);
   const opened: Array<{ source: ByteSource; path: string }> = [];
   try {
-    for (const p of paths) opened.push({ source: mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes) : new ReadSource(p), path: p });
+    for (const p of paths) opened.push({ source: mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes, options.sharedArrayBuffers ?? true) : new ReadSource(p), path: p });
     const whole = options.split === false ? undefined : Array.isArray(path) ? 'listed' : 'named';
     return new GgufFile(opened, options.limits, whole);
   } catch (error) {

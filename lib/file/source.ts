@@ -4,7 +4,7 @@ import { mapFile, type FileIdentity, type NativeMapping } from '../native.js';
 
 /** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
 export interface Located {
-  readonly buffer: ArrayBuffer;
+  readonly buffer: ArrayBufferLike;
   readonly byteOffset: number;
 }
 
@@ -121,18 +121,19 @@ export class MappedSource implements ByteSource {
   private readonly mapping: NativeMapping;
   /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
   private readonly status: Uint32Array;
-  private readonly windows = new Map<string, ArrayBuffer>();
-  private readonly ownWindows = new Map<string, ArrayBuffer>();
+  private readonly windows = new Map<string, ArrayBufferLike>();
+  private readonly ownWindows = new Map<string, ArrayBufferLike>();
   private ownBytes = 0;
   private headLength = 0;
 
   constructor(
     private readonly path: string,
     maxWindowBytes = bufferConstants.MAX_LENGTH,
+    sharedArrayBuffers = true,
   ) {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
-    this.mapping = mapFile(path, limit);
+    this.mapping = mapFile(path, limit, sharedArrayBuffers);
     this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
     this.maxRange = Math.min(limit, this.size);
@@ -154,6 +155,11 @@ export class MappedSource implements ByteSource {
   /** False when the kernel refused a writable private mapping (strict overcommit): see README. */
   get copyOnWrite(): boolean {
     return this.mapping.copyOnWrite;
+  }
+
+  /** Whether the windows are SharedArrayBuffers (no GC accounting; shared with workers, not copied). */
+  get sharedArrayBuffers(): boolean {
+    return this.mapping.sharedArrayBuffers;
   }
 
   // Kept in JS: checked on every tensor access, where a call into the addon would cost more.
@@ -203,7 +209,7 @@ export class MappedSource implements ByteSource {
    * over the same span make no new ArrayBuffer; keeping every one until close() grew external
    * memory without bound (16.7 GiB for 200 lookups).
    */
-  private ownWindow(offset: number, length: number): ArrayBuffer {
+  private ownWindow(offset: number, length: number): ArrayBufferLike {
     this.check(offset);
     const key = `${offset}:${length}`;
     let buffer = this.ownWindows.get(key);
@@ -237,7 +243,7 @@ export class MappedSource implements ByteSource {
   }
 
   /** The shared window `kind` ('head', 'grid') at `start`, kept until close(). */
-  private window(kind: string, start: number, length: number): ArrayBuffer {
+  private window(kind: string, start: number, length: number): ArrayBufferLike {
     this.check(start);
     const key = `${kind}@${start}`;
     let buffer = this.windows.get(key);
@@ -249,7 +255,7 @@ export class MappedSource implements ByteSource {
   }
 
   /** A new window over [start, start + length), tagged with this source (see SOURCE). */
-  private newWindow(start: number, length: number): ArrayBuffer {
+  private newWindow(start: number, length: number): ArrayBufferLike {
     const buffer = this.mapping.window(start, length);
     Object.defineProperty(buffer, SOURCE, { value: this });
     return buffer;

@@ -19,6 +19,8 @@ int Advise(const uint8_t* begin, size_t length, const char* advice);
 // mlock / munlock over the pages of the range; 0 or -errno.
 int Lock(const uint8_t* begin, size_t length);
 int Unlock(const uint8_t* begin, size_t length);
+// What bounds Lock(), for its error message.
+const char* LockLimitHint();
 
 // Faults the pages of the range in (readable), from a pool thread; 0 or -errno.
 int Populate(const uint8_t* begin, size_t length);

@@ -76,6 +76,8 @@ int Unlock(const uint8_t* begin, size_t length) {
   return munlock(span.start, span.length) == 0 ? 0 : -errno;
 }
 
+const char* LockLimitHint() { return "locked memory is limited by RLIMIT_MEMLOCK: see `ulimit -l`, or grant CAP_IPC_LOCK"; }
+
 int Populate(const uint8_t* begin, size_t length) {
   if (length == 0) return 0;
   const PageSpan span = Pages(begin, length);
