@@ -169,6 +169,31 @@ await check('worker threads open the same file at once', async () => {
   assert(values.every((v) => v === 7), `values ${values.join(',')}`);
 });
 
+// Where views are SharedArrayBuffers (Node 22.23+, 24.22+, 26.12+, Bun), one posted to a worker is
+// the same memory, and reads zeros there once the file is closed here.
+const sharing = (() => {
+  const g = openGguf(small);
+  const shared = g.sharedArrayBuffers;
+  g.close();
+  return shared;
+})();
+await check('a view posted to a worker is the same memory; after close() here it reads zeros there', async () => {
+  const script = join(tmp, 'holder.mjs');
+  writeFileSync(script, `import { parentPort } from 'node:worker_threads'; let view;
+    parentPort.on('message', (m) => { if (m !== 'read') view = m; parentPort.postMessage([view[0], view[1023]]); });`);
+  const g = openGguf(small);
+  const view = g.tensor('b')!.f32();
+  const w = new Worker(script);
+  const ask = (m: unknown) => new Promise<number[]>((done) => { w.once('message', done); w.postMessage(m); });
+  const first = await ask(view);
+  view[1023] = 9; // this process's copy-on-write page, at the address the worker reads too
+  const seen = await ask('read');
+  g.close();
+  const closed = await ask('read');
+  await w.terminate();
+  assert(first.join() === '7,7' && seen.join() === '7,9' && closed.join() === '0,0', `first ${first}, after a write ${seen}, after close ${closed}`);
+}, sharing ? undefined : 'views are ArrayBuffers here (no node_api_create_external_sharedarraybuffer): a posted view is a copy');
+
 await check('workers that exit without close() let go of their files', async () => {
   const script = join(tmp, 'leaver.mjs');
   writeFileSync(script, `import { parentPort } from 'node:worker_threads'; import { openGguf } from ${JSON.stringify(libUrl)};
