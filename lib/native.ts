@@ -65,6 +65,8 @@ export interface NativeDequantJob {
 interface Addon {
   Mapping: new (path: string, maxWindow: number, sharedArrayBuffers: boolean) => NativeMapping;
   externalSharedArrayBuffers(): boolean;
+  /** XXH64, seed 0 (native/xxh64.cc): update() returns the state, digest() 16 hex digits. */
+  Xxh64: new () => { update(bytes: Uint8Array): unknown; digest(): string };
   liveMappings(): number;
   evictFile(path: string): void;
   tryLockFile(path: string): number;

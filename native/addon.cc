@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dequant_napi.h"
+#include "hash_napi.h"
 #include "os/fault_guard.h"
 #include "os/file_lock.h"
 #include "os/host_symbol.h"
@@ -554,6 +555,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("tryLockFile", Napi::Function::New<TryLockFileJs>(env, "tryLockFile"));
   exports.Set("unlockFile", Napi::Function::New<UnlockFileJs>(env, "unlockFile"));
   RegisterDequant(env, exports);
+  RegisterHash(env, exports);
   return exports;
 }
 

@@ -7,6 +7,7 @@ import { GgufError } from '../errors.js';
 import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
 import { cacheListing, runPull } from './pull-command.js';
+import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -21,6 +22,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap cache [--json]
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js] [--no-split]
+       gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
@@ -49,6 +51,15 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    or only native, only WebAssembly (wasm), or only TypeScript (js)
                    A progress bar shows on a terminal for long work.
 
+  hash FILE        hash the tensor data (not the metadata) tensor by tensor and as a whole,
+                   as llama.cpp's llama-gguf-hash prints it (xxh64 by default; --all is
+                   xxh64, sha1 and sha256; --uuid a UUIDv5 of the model; --no-layer only the
+                   model's lines). A part of a split model alone, as llama-gguf-hash does;
+    --merge-parts  every part, hashed as the unsplit model
+    --check MANIFEST
+                   compare with a manifest (the lines printed before); exit 1 on a
+                   mismatch, 3 when nothing in it matches, 4 no known kind, 5 unreadable
+
 exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
              without a float conversion)`;
@@ -66,6 +77,7 @@ function run(argv: string[]): number {
     return 0;
   }
   if (command === 'dequant') return dequant(rest);
+  if (command === 'hash') return hash(rest);
   if (command === 'pull') return pull(rest);
   if (command === 'cache') {
     if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
@@ -171,6 +183,17 @@ function warm(args: string[]): number {
   // Every failure ends in report(): one line and the exit status, never an unhandled rejection.
   run().catch(report);
   return 0;
+}
+
+/** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */
+function hash(args: string[]): number {
+  let parsed;
+  try {
+    parsed = parseHashArgs(args);
+  } catch (error) {
+    throw error instanceof HashUsageError ? new UsageError(error.message) : error;
+  }
+  return runHash(parsed, (text) => process.stdout.write(text), process.stderr.isTTY ? process.stderr : undefined);
 }
 
 const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'wasm', 'js'];

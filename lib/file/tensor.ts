@@ -164,14 +164,23 @@ export class GgufTensor {
    */
   sha256(): string {
     const hash = createHash('sha256');
+    for (const bytes of this.byteSlices()) hash.update(bytes);
+    return hash.digest('hex');
+  }
+
+  /**
+   * The tensor's bytes in order, as views along the file's windows (copies in read mode): any
+   * size, also past what one ArrayBuffer holds. Pages lost while they were read (the file cut
+   * short underneath) are FILE_CHANGED once the last slice was taken, not a digest of zeros.
+   */
+  *byteSlices(): Generator<Uint8Array> {
     const slice = this.source.sliceLength;
     for (let at = 0; at < this.nbytes; ) {
       const length = Math.min(this.nbytes - at, slice - ((this.fileOffset + at) % slice));
-      hash.update(this.rangeBytes(at, length));
+      yield this.rangeBytes(at, length);
       at += length;
     }
     this.source.check(this.fileOffset);
-    return hash.digest('hex');
   }
 
   /** Number of quantization blocks (elements for plain types). */
