@@ -49,6 +49,7 @@ export const GGUF_ERROR_CODES = [
   'NETWORK_ERROR',
   'NOT_CACHED',
   'FILE_NOT_FOUND',
+  'CANNOT_REWRITE',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

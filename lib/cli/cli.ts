@@ -8,6 +8,7 @@ import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
 import { cacheListing, runPull } from './pull-command.js';
 import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
+import { mergeModel, splitModel } from '../edit/split-model.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -22,6 +23,8 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap cache [--json]
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js] [--no-split]
+       gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
+       gguf-mmap merge PART OUT
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
@@ -51,6 +54,14 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    or only native, only WebAssembly (wasm), or only TypeScript (js)
                    A progress bar shows on a terminal for long work.
 
+  split IN OUTPREFIX
+                   split a model into OUTPREFIX-0000K-of-0000N.gguf, byte for byte as
+                   llama.cpp's llama-gguf-split does: a new part before every Nth tensor
+                   (--split-max-tensors), or before a tensor that would take the part's
+                   tensor bytes (each padded to 32) past N (--split-max-size; M = 10^6 bytes,
+                   G = 10^9); --no-tensor-first-split puts the metadata alone in part 1
+  merge PART OUT   join the split set PART belongs to into one file OUT (which must not
+                   exist), as llama-gguf-split --merge does: the data section is the model's
   hash FILE        hash the tensor data (not the metadata) tensor by tensor and as a whole,
                    as llama.cpp's llama-gguf-hash prints it (xxh64 by default; --all is
                    xxh64, sha1 and sha256; --uuid a UUIDv5 of the model; --no-layer only the
@@ -78,6 +89,8 @@ function run(argv: string[]): number {
   }
   if (command === 'dequant') return dequant(rest);
   if (command === 'hash') return hash(rest);
+  if (command === 'split') return splitCommand(rest);
+  if (command === 'merge') return mergeCommand(rest);
   if (command === 'pull') return pull(rest);
   if (command === 'cache') {
     if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
@@ -182,6 +195,45 @@ function warm(args: string[]): number {
   };
   // Every failure ends in report(): one line and the exit status, never an unhandled rejection.
   run().catch(report);
+  return 0;
+}
+
+/** `split IN OUTPREFIX`: llama-gguf-split --split. */
+function splitCommand(args: string[]): number {
+  const positional: string[] = [];
+  let maxTensors: number | undefined;
+  let maxBytes: number | undefined;
+  let noTensorsInFirst = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--split-max-tensors' || arg === '--split-max-size') {
+      const value = args[++i];
+      if (value === undefined) throw new UsageError(`${arg} needs a value`);
+      if (arg === '--split-max-tensors') {
+        if (!/^[1-9]\d*$/.test(value)) throw new UsageError(`--split-max-tensors takes a whole number above 0, not '${value}'`);
+        maxTensors = Number(value);
+      } else {
+        const m = /^([1-9]\d*)([MG]?)$/.exec(value);
+        if (m === null) throw new UsageError(`--split-max-size takes N, NM or NG (M = 10^6 bytes, G = 10^9), not '${value}'`);
+        maxBytes = Number(m[1]) * (m[2] === 'G' ? 1e9 : m[2] === 'M' ? 1e6 : 1);
+      }
+    } else if (arg === '--no-tensor-first-split') noTensorsInFirst = true;
+    else if (arg.startsWith('--')) throw new UsageError(`unknown option '${arg}'`);
+    else positional.push(arg);
+  }
+  if (positional.length !== 2) throw new UsageError('split takes IN and OUTPREFIX');
+  if ((maxTensors === undefined) === (maxBytes === undefined)) throw new UsageError('split takes one of --split-max-tensors and --split-max-size');
+  const paths = splitModel(positional[0]!, positional[1]!, { maxTensors, maxBytes, noTensorsInFirst });
+  process.stdout.write(paths.map((p) => `${p}\n`).join(''));
+  return 0;
+}
+
+/** `merge PART OUT`: llama-gguf-split --merge. */
+function mergeCommand(args: string[]): number {
+  if (args.length !== 2 || args.some((a) => a.startsWith('--'))) throw new UsageError('merge takes PART and OUT');
+  if (existsSync(args[1]!)) throw new Error(`${args[1]} exists; merge writes a new file`);
+  mergeModel(args[0]!, args[1]!);
+  process.stdout.write(`${args[1]}\n`);
   return 0;
 }
 

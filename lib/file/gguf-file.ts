@@ -181,6 +181,11 @@ export class GgufFile implements Disposable {
     return source instanceof MappedSource ? 'mmap' : source instanceof ReadSource ? 'read' : source instanceof MemorySource ? 'memory' : 'remote';
   }
 
+  /** The parts' sources and parsed headers, in order (for the tools that rewrite files). @internal */
+  partLayouts(): ReadonlyArray<{ readonly source: ByteSource; readonly layout: GgufLayout; readonly path: string | undefined }> {
+    return this.fileParts;
+  }
+
   /** The parts' byte sources, in order (for the remote layer's statistics). @internal */
   partSources(): readonly ByteSource[] {
     return this.fileParts.map((p) => p.source);

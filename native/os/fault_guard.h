@@ -33,10 +33,17 @@ class FaultGuard {
   // Takes a free slot for the mapping [begin, begin + length) (`writable`: its protection);
   // -1 when the table is full.
   static int Acquire(void* begin, size_t length, bool writable);
+  // What ReplaceWithZeros did.
+  enum class Zeroed {
+    kYes,        // the range reads zeros now
+    kNo,         // the system refused: the file pages stay mapped
+    kRangeLost,  // Windows without placeholders only: the view was unmapped, and something else
+                 // took the range before it could be reserved again; it is no longer ours to free
+  };
   // Replaces the slot's range with zero pages in place, readable (and writable if the slot is):
   // the address range stays valid for whoever still holds a pointer into it, and faults there no
-  // longer mean lost pages. False if the system refused (the file pages then stay mapped).
-  static bool ReplaceWithZeros(int slot);
+  // longer mean lost pages.
+  static Zeroed ReplaceWithZeros(int slot);
   // The slot is free for another mapping.
   static void Free(int slot);
   // The slot's status word; stays valid for the life of the process.

@@ -59,25 +59,27 @@ bool Region::CurrentIdentity(Identity* now) {
   return file_ != -1 && FileIdentity(file_, now);
 }
 
-void Region::DropFileLocked() {
+void Region::DropFileLocked(bool zero_pages) {
   if (file_ != -1) {
     CloseFile(file_);
     file_ = -1;
   }
   if (!file_mapped_) return;
   file_mapped_ = false;
+  live_count_.fetch_sub(1);
+  // At the last holder's release nobody can point into the range any more: it is unmapped as it is.
+  if (!zero_pages) return;
   // Zero pages in place of the file's: a pointer still held into the range (a view, or Node's
   // own zlib/fs/crypto work on one) reads zeros instead of faulting. A read-only mapping gets
   // read-only zero pages (never charged against commit); if even that fails, the file pages stay
   // mapped until the last holder lets go, rather than leaving a hole under live views.
-  FaultGuard::ReplaceWithZeros(slot_);
-  live_count_.fetch_sub(1);
+  if (FaultGuard::ReplaceWithZeros(slot_) == FaultGuard::Zeroed::kRangeLost) range_lost_ = true;
 }
 
-void Region::CloseLocked() {
+void Region::CloseLocked(bool zero_pages) {
   if (closed_.exchange(true)) return;
   open_regions_.erase(std::remove(open_regions_.begin(), open_regions_.end(), this), open_regions_.end());
-  if (pins_ == 0) DropFileLocked();
+  if (pins_ == 0) DropFileLocked(zero_pages);
 }
 
 void Region::Close() {
@@ -114,17 +116,21 @@ Region* Region::PinContaining(const void* p, size_t len) {
 void Region::Unpin() {
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    if (--pins_ == 0 && closed_.load()) DropFileLocked();
+    if (--pins_ == 0 && closed_.load()) DropFileLocked(/*zero_pages=*/true);
   }
   Release();
 }
 
 void Region::Release() {
   if (holders_.fetch_sub(1) != 1) return;
-  Close();
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    CloseLocked(/*zero_pages=*/false);
+  }
   // The slot first: once unmapped, the range may be handed to someone else.
   if (slot_ >= 0) FaultGuard::Free(slot_);
-  if (addr_ != nullptr) UnmapRange(addr_, size_);
+  // A range lost to another allocation (see FaultGuard::Zeroed) is not ours to give back.
+  if (addr_ != nullptr && !range_lost_) UnmapRange(addr_, size_);
   delete this;
 }
 

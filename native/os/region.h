@@ -73,8 +73,9 @@ class Region {
   Region(void* addr, size_t size, intptr_t file) : addr_(addr), size_(size), file_(file) {}
   ~Region() = default;
 
-  void DropFileLocked();
-  void CloseLocked();
+  // `zero_pages`: replace the file's pages with zeros (false only at the last holder's release).
+  void DropFileLocked(bool zero_pages);
+  void CloseLocked(bool zero_pages = true);
 
   void* addr_;
   size_t size_;
@@ -88,6 +89,7 @@ class Region {
   std::atomic<bool> closed_{false};  // no new JS or native access
   uint32_t pins_ = 0;                // guarded by registry_mutex_
   bool file_mapped_ = false;         // guarded by registry_mutex_
+  bool range_lost_ = false;          // guarded by registry_mutex_; see FaultGuard::Zeroed
   static std::atomic<int64_t> live_count_;
   static std::mutex registry_mutex_;
   static std::vector<Region*> open_regions_;  // guarded by registry_mutex_

@@ -75,7 +75,8 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
     if (begin == 0 || addr < begin) continue;
     const uintptr_t end = slot.end.load(std::memory_order_acquire);
-    if (addr >= end) continue;
+    // Freed and taken again meanwhile (begin and end of two mappings): not this slot's fault.
+    if (addr >= end || slot.begin.load(std::memory_order_acquire) != begin) continue;
     // A truncation loses the file's tail: zero everything from this page on, so later reads of
     // the lost range do not fault one page at a time.
     const uintptr_t page = addr & ~(page_size - 1);
@@ -126,17 +127,17 @@ int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
   return -1;
 }
 
-bool FaultGuard::ReplaceWithZeros(int index) {
+FaultGuard::Zeroed FaultGuard::ReplaceWithZeros(int index) {
   Slot& slot = slots[index];
   const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
-  if (begin == 0) return true;  // replaced already
+  if (begin == 0) return Zeroed::kYes;  // replaced already
   if (!MapZeros(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin,
                 slot.writable.load(std::memory_order_acquire))) {
-    return false;
+    return Zeroed::kNo;
   }
   // Replaced first, then no longer guarded: a fault on the range in between is still ours.
   Disarm(slot);
-  return true;
+  return Zeroed::kYes;
 }
 
 void FaultGuard::Free(int slot) {

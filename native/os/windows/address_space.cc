@@ -1,6 +1,5 @@
 #include "os/windows/address_space.h"
 
-#include <algorithm>
 #include <vector>
 
 namespace gguf_mmap {
@@ -43,11 +42,22 @@ const Placeholders& Probe() {
 }
 
 // The ranges this file made (views, then reservations), under one lock: a range is given back
-// only if it is still ours.
+// only if it is still ours. `placeholder`: the view was mapped into a placeholder.
+struct Owned {
+  void* addr;
+  bool placeholder;
+};
 SRWLOCK ranges_lock = SRWLOCK_INIT;
-std::vector<void*>& OwnedRanges() {
-  static std::vector<void*>* ranges = new std::vector<void*>();  // never destroyed: used at exit
+std::vector<Owned>& OwnedRanges() {
+  static std::vector<Owned>* ranges = new std::vector<Owned>();  // never destroyed: used at exit
   return *ranges;
+}
+
+Owned* Find(void* addr) {
+  for (Owned& owned : OwnedRanges()) {
+    if (owned.addr == addr) return &owned;
+  }
+  return nullptr;
 }
 
 struct Locked {
@@ -56,9 +66,9 @@ struct Locked {
 };
 
 bool Forget(void* addr) {
-  std::vector<void*>& ranges = OwnedRanges();
-  const auto at = std::find(ranges.begin(), ranges.end(), addr);
-  if (at == ranges.end()) return false;
+  std::vector<Owned>& ranges = OwnedRanges();
+  Owned* at = Find(addr);
+  if (at == nullptr) return false;
   *at = ranges.back();
   ranges.pop_back();
   return true;
@@ -84,24 +94,24 @@ void* MapFileView(HANDLE section, size_t size, bool copy_on_write, DWORD* error)
   const Placeholders& p = Probe();
   Locked locked;
   void* view = nullptr;
-  if (!p.usable) {
-    view = MapViewOfFile(section, copy_on_write ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, size);
-    if (view == nullptr) *error = GetLastError();
-  } else {
+  bool placeholder = false;
+  if (p.usable) {
+    // A placeholder of whole pages, replaced by the view. Should the system refuse a view of
+    // whole pages over a file that ends inside its last page, the plain call below maps it.
     const size_t span = RoundToPages(size);
-    void* placeholder = p.virtual_alloc2(GetCurrentProcess(), nullptr, span, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
-    if (placeholder == nullptr) {
-      *error = GetLastError();
-      return nullptr;
-    }
-    view = p.map_view3(section, GetCurrentProcess(), placeholder, 0, span, kReplacePlaceholder,
-                       copy_on_write ? PAGE_WRITECOPY : PAGE_READONLY, nullptr, 0);
-    if (view == nullptr) {
-      *error = GetLastError();
-      VirtualFree(placeholder, 0, MEM_RELEASE);
+    void* reserved = p.virtual_alloc2(GetCurrentProcess(), nullptr, span, MEM_RESERVE | kReservePlaceholder, PAGE_NOACCESS, nullptr, 0);
+    if (reserved != nullptr) {
+      view = p.map_view3(section, GetCurrentProcess(), reserved, 0, span, kReplacePlaceholder,
+                         copy_on_write ? PAGE_WRITECOPY : PAGE_READONLY, nullptr, 0);
+      if (view == nullptr) VirtualFree(reserved, 0, MEM_RELEASE);
+      placeholder = view != nullptr;
     }
   }
-  if (view != nullptr) OwnedRanges().push_back(view);
+  if (view == nullptr) {
+    view = MapViewOfFile(section, copy_on_write ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, size);
+    if (view == nullptr) *error = GetLastError();
+  }
+  if (view != nullptr) OwnedRanges().push_back({view, placeholder});
   return view;
 }
 
@@ -119,7 +129,9 @@ Replaced ViewToReservation(void* addr, size_t size, bool writable) {
   const Placeholders& p = Probe();
   const size_t span = RoundToPages(size);
   Locked locked;
-  if (p.usable) {
+  const Owned* owned = Find(addr);
+  if (owned == nullptr) return Replaced::kViewKept;  // not a view of ours (released already)
+  if (owned->placeholder) {
     // The view back to a placeholder, then the placeholder to a reservation: the range is ours
     // throughout.
     if (!p.unmap_view2(GetCurrentProcess(), addr, kPreservePlaceholder)) return Replaced::kViewKept;
@@ -135,6 +147,12 @@ Replaced ViewToReservation(void* addr, size_t size, bool writable) {
   if (VirtualAlloc(addr, span, MEM_RESERVE, PAGE_NOACCESS) != nullptr) return CommitZeros(addr, span, writable);
   Forget(addr);
   return Replaced::kLost;
+}
+
+void WarmUpAddressSpace() {
+  PageSize();
+  Probe();
+  OwnedRanges();
 }
 
 void ReleaseRange(void* addr) {

@@ -36,4 +36,8 @@ void ReleaseRange(void* addr);
 // The system's page size (what commit and QueryWorkingSetEx count in).
 size_t PageSize();
 
+// Runs the one-time initializations (page size, the placeholder probe, the range list) now, so
+// that the fault handler never runs them first.
+void WarmUpAddressSpace();
+
 }  // namespace gguf_mmap

@@ -20,6 +20,7 @@ struct Slot {
   std::atomic<uintptr_t> end{0};
   std::atomic<bool> writable{false};
   std::atomic<uint32_t> status{0};
+  std::atomic<bool> lost{false};  // the range was taken by something else (Zeroed::kRangeLost)
 };
 
 Slot slots[FaultGuard::kSlots];
@@ -29,10 +30,11 @@ bool installed = false;
 
 // The range becomes zeros: exactly one caller (a close, or a fault handler) unmaps the view, the
 // others wait for it. False if it could not be replaced (the file pages then stay).
-bool ToZeros(Slot& slot) {
+FaultGuard::Zeroed ToZeros(Slot& slot) {
+  using Zeroed = FaultGuard::Zeroed;
   for (;;) {
     int mode = slot.mode.load(std::memory_order_acquire);
-    if (mode == kZeros || mode == kUnused) return true;
+    if (mode == kZeros || mode == kUnused) return slot.lost.load(std::memory_order_acquire) ? Zeroed::kRangeLost : Zeroed::kYes;
     if (mode == kReplacing) {
       SwitchToThread();
       continue;
@@ -42,12 +44,13 @@ bool ToZeros(Slot& slot) {
     const Replaced replaced = ViewToReservation(reinterpret_cast<void*>(begin), slot.end.load(std::memory_order_acquire) - begin,
                                                slot.writable.load(std::memory_order_acquire));
     if (replaced == Replaced::kLost) {
-      // Someone else's memory now: no longer ours to guard (a view still held reads it).
+      // Someone else's memory now: no longer ours to guard or to free (a view still held reads it).
+      slot.lost.store(true, std::memory_order_release);
       slot.begin.store(0, std::memory_order_release);
       slot.end.store(0, std::memory_order_release);
     }
     slot.mode.store(replaced == Replaced::kViewKept ? kFilePages : kZeros, std::memory_order_release);
-    return replaced != Replaced::kViewKept;
+    return replaced == Replaced::kViewKept ? Zeroed::kNo : replaced == Replaced::kLost ? Zeroed::kRangeLost : Zeroed::kYes;
   }
 }
 
@@ -81,6 +84,8 @@ LONG CALLBACK OnException(EXCEPTION_POINTERS* pointers) {
   for (Slot& slot : slots) {
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
     if (begin == 0 || addr < begin || addr >= slot.end.load(std::memory_order_acquire)) continue;
+    // Freed and taken again meanwhile (begin and end of two mappings): not this slot's fault.
+    if (slot.begin.load(std::memory_order_acquire) != begin) continue;
     const int mode = slot.mode.load(std::memory_order_acquire);
     if (mode == kFilePages) {
       // A write to a read-only mapping, or an execution: the program's own fault.
@@ -88,7 +93,7 @@ LONG CALLBACK OnException(EXCEPTION_POINTERS* pointers) {
         return EXCEPTION_CONTINUE_SEARCH;
       }
       // Lost pages: the whole view becomes zeros (a view cannot be replaced in part), flagged.
-      if (!ToZeros(slot)) return EXCEPTION_CONTINUE_SEARCH;
+      if (ToZeros(slot) != FaultGuard::Zeroed::kYes) return EXCEPTION_CONTINUE_SEARCH;
       slot.status.fetch_or(kStatusPagesLost, std::memory_order_release);
       return EXCEPTION_CONTINUE_EXECUTION;  // faults again, now on reserved memory: below
     }
@@ -96,7 +101,10 @@ LONG CALLBACK OnException(EXCEPTION_POINTERS* pointers) {
       ToZeros(slot);  // waits for whoever is replacing it
       return EXCEPTION_CONTINUE_EXECUTION;
     }
-    if (mode == kZeros && CommitZeroPage(slot, addr, access == 1)) return EXCEPTION_CONTINUE_EXECUTION;
+    // An execution, or an I/O error on a page of ours that is committed already: not a zero page.
+    if (mode == kZeros && access != 8 && record->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && CommitZeroPage(slot, addr, access == 1)) {
+      return EXCEPTION_CONTINUE_EXECUTION;
+    }
     return EXCEPTION_CONTINUE_SEARCH;
   }
   return EXCEPTION_CONTINUE_SEARCH;
@@ -110,6 +118,8 @@ bool FaultGuard::Install() {
     HMODULE self = nullptr;
     GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
                        reinterpret_cast<LPCWSTR>(reinterpret_cast<void*>(&OnException)), &self);
+    // The handler must not be the first to run a function-local static's initialization.
+    WarmUpAddressSpace();
     installed = AddVectoredExceptionHandler(1, OnException) != nullptr;
   });
   return installed;
@@ -126,6 +136,7 @@ int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
     slot.status.store(0, std::memory_order_relaxed);
     slot.writable.store(writable, std::memory_order_relaxed);
     slot.mode.store(kFilePages, std::memory_order_relaxed);
+    slot.lost.store(false, std::memory_order_relaxed);
     slot.end.store(reinterpret_cast<uintptr_t>(begin) + length, std::memory_order_release);
     slot.begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
     return index;
@@ -133,7 +144,7 @@ int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
   return -1;
 }
 
-bool FaultGuard::ReplaceWithZeros(int slot) { return ToZeros(slots[slot]); }
+FaultGuard::Zeroed FaultGuard::ReplaceWithZeros(int slot) { return ToZeros(slots[slot]); }
 
 void FaultGuard::Free(int index) {
   Slot& slot = slots[index];

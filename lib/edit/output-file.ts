@@ -1,0 +1,49 @@
+// Writing a model file the tools make: never onto a file being read, into a temporary file beside
+// the output (made exclusively), synced, then renamed over it; nothing half-written is left on a
+// failure (ENOSPC included).
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/** Refuses an output that is one of the files read (same device and inode: through a link too). */
+export function refuseInputAsOutput(inputs: readonly string[], output: string): void {
+  const out = statSync(output, { throwIfNoEntry: false });
+  if (out === undefined) return;
+  for (const input of inputs) {
+    const st = statSync(input);
+    if (st.dev === out.dev && st.ino === out.ino) {
+      throw Object.assign(new Error(`${output} is ${input}, a file being read; writing it would destroy the model`), { code: 'EEXIST' });
+    }
+  }
+}
+
+/** Writes `pieces` in order to `path` (through a temporary file renamed at the end). */
+export function writeWhole(path: string, pieces: Iterable<Uint8Array>): void {
+  renameSync(writeTemporary(path, pieces), path);
+}
+
+/**
+ * Writes `pieces` in order, synced, to a new temporary file beside `path`, and returns its name
+ * (for several outputs renamed together: a split set appears whole or not at all). On a failure
+ * the temporary file is removed.
+ */
+export function writeTemporary(path: string, pieces: Iterable<Uint8Array>): string {
+  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx');
+  try {
+    for (const piece of pieces) {
+      for (let done = 0; done < piece.length; ) done += writeSync(fd, piece, done, piece.length - done);
+    }
+    fsyncSync(fd);
+    closeSync(fd);
+    return temp;
+  } catch (error) {
+    try {
+      closeSync(fd);
+    } catch {
+      // closed already
+    }
+    rmSync(temp, { force: true });
+    throw error;
+  }
+}

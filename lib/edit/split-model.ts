@@ -1,0 +1,114 @@
+// Splitting a model into parts and merging them back, byte for byte as llama.cpp's
+// llama-gguf-split writes them (../shared/fixtures/split/README.md states what it writes):
+// part 1 holds the model's keys, every part split.no, split.tensors.count and split.count (set
+// in that order, each moving last), tensor data padded to 32 bytes each, the last one too.
+import { GgufError } from '../errors.js';
+import { openGguf, type GgufFile } from '../file/gguf-file.js';
+import { splitPartName } from '../format/write-split.js';
+import { alignUp } from '../format/parse.js';
+import { encodeHeader, kvBytesOf, scalarKv, setKv, type KvBytes, type TensorInfo } from './gguf-header.js';
+import { renameSync, rmSync } from 'node:fs';
+import { refuseInputAsOutput, writeTemporary, writeWhole } from './output-file.js';
+
+// llama-gguf-split pads every tensor to GGUF_DEFAULT_ALIGNMENT, whatever general.alignment says.
+const PAD = 32;
+
+export interface SplitModelOptions {
+  /** A new part before tensor N, 2N, ... (llama-gguf-split --split-max-tensors). */
+  maxTensors?: number;
+  /** At most this many bytes of tensors (each padded to 32) per part (--split-max-size; 1M = 10^6). */
+  maxBytes?: number;
+  /** Part 1 holds the metadata only (--no-tensor-first-split). */
+  noTensorsInFirst?: boolean;
+}
+
+interface Piece {
+  readonly file: GgufFile;
+  readonly index: number;
+}
+
+function tensorInfos(file: GgufFile, indices: readonly number[]): TensorInfo[] {
+  let offset = 0;
+  return indices.map((i) => {
+    const t = file.tensors[i]!;
+    const info = { name: t.name, shape: t.shape, typeId: t.typeId, offset };
+    offset += alignUp(t.nbytes, PAD);
+    return info;
+  });
+}
+
+function* dataOf(pieces: readonly Piece[]): Generator<Uint8Array> {
+  for (const { file, index } of pieces) {
+    const t = file.tensors[index]!;
+    yield* t.byteSlices();
+    const pad = alignUp(t.nbytes, PAD) - t.nbytes;
+    if (pad > 0) yield new Uint8Array(pad);
+  }
+}
+
+function* withHeader(header: Uint8Array, pieces: readonly Piece[]): Generator<Uint8Array> {
+  yield header;
+  yield* dataOf(pieces);
+}
+
+/** Splits the model at `input` into `PREFIX-0000K-of-0000N.gguf`; returns the parts' paths. */
+export function splitModel(input: string, prefix: string, options: SplitModelOptions): string[] {
+  const { maxTensors, maxBytes } = options;
+  if ((maxTensors === undefined) === (maxBytes === undefined)) throw new TypeError('splitModel: one of maxTensors and maxBytes');
+  if (!((maxTensors ?? maxBytes)! >= 1)) throw new RangeError('splitModel: the limit is at least 1');
+  using file = openGguf(input, { split: false });
+  const { source, layout } = file.partLayouts()[0]!;
+  const modelKvs = kvBytesOf(source, layout);
+  // The parts' tensors, as the tool groups them.
+  const groups: number[][] = options.noTensorsInFirst ? [[], []] : [[]];
+  let bytes = 0;
+  file.tensors.forEach((t, i) => {
+    const size = alignUp(t.nbytes, PAD);
+    const split = maxTensors !== undefined ? i > 0 && i % maxTensors === 0 : bytes + size > maxBytes!;
+    if (split) {
+      if (groups.at(-1)!.length === 0) throw new GgufError('CANNOT_REWRITE', `a part would hold no tensors: tensor '${t.name}' alone is over ${maxBytes} bytes`, t.fileOffset);
+      groups.push([]);
+      bytes = 0;
+    }
+    groups.at(-1)!.push(i);
+    bytes += size;
+  });
+  const count = groups.length;
+  const paths = groups.map((_, no) => splitPartName(prefix, no + 1, count));
+  for (const path of paths) refuseInputAsOutput([input], path);
+  const written: string[] = [];
+  try {
+    groups.forEach((group, no) => {
+      const kvs: KvBytes[] = no === 0 ? [...modelKvs] : [];
+      setKv(kvs, scalarKv('split.no', 'UINT16', no));
+      setKv(kvs, scalarKv('split.count', 'UINT16', 0)); // the tool's placeholder, set again below
+      setKv(kvs, scalarKv('split.tensors.count', 'INT32', file.tensorCount));
+      setKv(kvs, scalarKv('split.count', 'UINT16', count));
+      const header = encodeHeader(kvs, tensorInfos(file, group), layout.alignment);
+      written.push(writeTemporary(paths[no]!, withHeader(header, group.map((index) => ({ file, index })))));
+    });
+  } catch (error) {
+    for (const temp of written) rmSync(temp, { force: true });
+    throw error;
+  }
+  // Every part written: the set appears at once (renames), not part by part.
+  written.forEach((temp, no) => renameSync(temp, paths[no]!));
+  return paths;
+}
+
+/**
+ * Merges the split set `part` belongs to into `output`, as `llama-gguf-split --merge` does: part
+ * 1's keys (split.count set to 0, so the result is not taken for a part), every part's tensors in
+ * order, their data joined. The data section is the unsplit model's.
+ */
+export function mergeModel(part: string, output: string): void {
+  using model = openGguf(part);
+  const parts = model.partLayouts();
+  if (parts.length < 2) throw new GgufError('CANNOT_REWRITE', `${part} is not a part of a split model (no split.count above 1)`, 0);
+  refuseInputAsOutput(parts.map((p) => p.path!), output);
+  const kvs = kvBytesOf(parts[0]!.source, parts[0]!.layout);
+  setKv(kvs, scalarKv('split.count', 'UINT16', 0));
+  const all = model.tensors.map((_, index) => index);
+  const header = encodeHeader(kvs, tensorInfos(model, all), parts[0]!.layout.alignment);
+  writeWhole(output, withHeader(header, all.map((index) => ({ file: model, index }))));
+}
