@@ -32,3 +32,4 @@ export { hubCacheDir, listCache, type CachedRepo } from './cache/hf-cache.js';
 export { modelForTests, type TestModel, type TestModelOptions } from './testing/model-for-tests.js';
 export { hashTensors, formatHashLine, HASH_KINDS, type HashKind, type HashLine, type HashOptions } from './hash/tensor-hashes.js';
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
+export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';

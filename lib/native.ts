@@ -70,6 +70,8 @@ interface Addon {
   liveMappings(): number;
   evictFile(path: string): void;
   tryLockFile(path: string): number;
+  /** copy_file_range: bytes copied inside the kernel, or a Node-style error (ENOSYS: not here). */
+  copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;

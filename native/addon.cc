@@ -16,6 +16,7 @@
 #include "dequant_napi.h"
 #include "hash_napi.h"
 #include "os/fault_guard.h"
+#include "os/file_copy.h"
 #include "os/file_lock.h"
 #include "os/host_symbol.h"
 #include "os/page_cache.h"
@@ -474,6 +475,24 @@ Napi::Value EvictFileJs(const Napi::CallbackInfo& info) {
 }
 
 // tryLockFile(path): the descriptor holding the lock, or -1 when another holds it.
+// copyFileRange(inFd, inOffset, outFd, outOffset, length): bytes copied inside the kernel (fewer
+// at the input's end), or a Node-style error; ENOSYS where the system cannot (copy through memory).
+Napi::Value CopyFileRangeJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  double args[5];
+  for (int i = 0; i < 5; i++) {
+    args[i] = info.Length() > static_cast<size_t>(i) && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : -1;
+    if (!(args[i] >= 0 && args[i] <= 9007199254740991.0 && args[i] == static_cast<double>(static_cast<uint64_t>(args[i])))) {
+      throw Napi::TypeError::New(env, "copyFileRange(inFd, inOffset, outFd, outOffset, length): whole numbers >= 0");
+    }
+  }
+  if (args[0] > 2147483647.0 || args[2] > 2147483647.0) throw Napi::TypeError::New(env, "copyFileRange: a descriptor out of range");
+  const int64_t n = CopyFileRange(static_cast<int>(args[0]), static_cast<uint64_t>(args[1]), static_cast<int>(args[2]),
+                                  static_cast<uint64_t>(args[3]), static_cast<uint64_t>(args[4]));
+  if (n < 0) throw SystemError(env, static_cast<int>(-n), "copy_file_range");
+  return Napi::Number::New(env, static_cast<double>(n));
+}
+
 Napi::Value TryLockFileJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string path = PathArgument(info, "tryLockFile(path)");
@@ -552,6 +571,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));
+  exports.Set("copyFileRange", Napi::Function::New<CopyFileRangeJs>(env, "copyFileRange"));
   exports.Set("tryLockFile", Napi::Function::New<TryLockFileJs>(env, "tryLockFile"));
   exports.Set("unlockFile", Napi::Function::New<UnlockFileJs>(env, "unlockFile"));
   RegisterDequant(env, exports);

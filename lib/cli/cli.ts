@@ -9,6 +9,7 @@ import { openGgufRemote } from '../remote/open-remote.js';
 import { cacheListing, runPull } from './pull-command.js';
 import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
 import { mergeModel, splitModel } from '../edit/split-model.js';
+import { EditUsageError, runEdit } from './edit-command.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -23,6 +24,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap cache [--json]
        gguf-mmap --version
        gguf-mmap dequant FILE TENSOR [--rows A:B] [--out FILE.f32] [--backend auto|native|wasm|js] [--no-split]
+       gguf-mmap edit FILE [--set KEY=VALUE[:TYPE]]... [--delete KEY]... [--chat-template-file F] [--out OUT] [--in-place]
        gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
        gguf-mmap merge PART OUT
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
@@ -54,6 +56,11 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    or only native, only WebAssembly (wasm), or only TypeScript (js)
                    A progress bar shows on a terminal for long work.
 
+  edit FILE        change metadata, never the tensor data: --set KEY=VALUE (a key that
+                   exists keeps its type; :TYPE names one, e.g. :UINT32; new keys are
+                   STRING), --delete KEY, --chat-template-file F (tokenizer.chat_template).
+                   In place when the new header ends where the data starts; otherwise
+                   --out OUT writes a new file, --in-place replaces FILE with one
   split IN OUTPREFIX
                    split a model into OUTPREFIX-0000K-of-0000N.gguf, byte for byte as
                    llama.cpp's llama-gguf-split does: a new part before every Nth tensor
@@ -90,6 +97,7 @@ function run(argv: string[]): number {
   if (command === 'dequant') return dequant(rest);
   if (command === 'hash') return hash(rest);
   if (command === 'split') return splitCommand(rest);
+  if (command === 'edit') return editCommand(rest);
   if (command === 'merge') return mergeCommand(rest);
   if (command === 'pull') return pull(rest);
   if (command === 'cache') {
@@ -195,6 +203,19 @@ function warm(args: string[]): number {
   };
   // Every failure ends in report(): one line and the exit status, never an unhandled rejection.
   run().catch(report);
+  return 0;
+}
+
+/** `edit FILE`: metadata edits (edit-command.ts). */
+function editCommand(args: string[]): number {
+  let done;
+  try {
+    done = runEdit(args);
+  } catch (error) {
+    throw error instanceof EditUsageError ? new UsageError(error.message) : error;
+  }
+  const { result, changed } = done;
+  process.stdout.write(`${result.path}: ${changed} change${changed === 1 ? '' : 's'}, ${result.inPlace ? `in place (${result.written} header bytes written)` : `rewritten (${formatBytes(result.written)})`}\n`);
   return 0;
 }
 

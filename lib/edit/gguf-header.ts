@@ -59,28 +59,60 @@ export function setKv(kvs: KvBytes[], kv: KvBytes): void {
   kvs.push(kv);
 }
 
+/** Sets a pair where it is (a new key goes last), as an editor keeps the file's order. */
+export function setKvInPlace(kvs: KvBytes[], kv: KvBytes): void {
+  const at = kvs.findIndex((k) => k.key === kv.key);
+  if (at >= 0) kvs[at] = kv;
+  else kvs.push(kv);
+}
+
 /** ggml_n_dims: trailing dimensions of 1 are not written (at least one is). */
 function writtenDims(shape: readonly number[]): number {
   for (let i = shape.length - 1; i >= 1; i--) if (shape[i]! > 1) return i + 1;
   return 1;
 }
 
-/** The whole header, zero-padded to `alignment`. */
-export function encodeHeader(kvs: readonly KvBytes[], tensors: readonly TensorInfo[], alignment: number): Uint8Array {
-  const names = tensors.map((t) => encoder.encode(t.name));
+/** The tensor infos of a parsed header as their bytes in the file, and how many. */
+export interface TensorInfoBytes {
+  readonly count: number;
+  readonly bytes: Uint8Array;
+}
+
+export function tensorInfoBytesOf(source: ByteSource, layout: GgufLayout): TensorInfoBytes {
+  const start = layout.tensors.count > 0 ? layout.tensors.record(0).infoOffset : layout.headerEnd;
+  const { buffer, byteOffset } = source.locate(start, layout.headerEnd - start);
+  return { count: layout.tensors.count, bytes: new Uint8Array(buffer, byteOffset, layout.headerEnd - start).slice() };
+}
+
+/** The header's length before its padding. */
+export function headerLength(kvs: readonly KvBytes[], tensors: readonly TensorInfo[] | TensorInfoBytes): number {
   let length = 24 + kvs.reduce((n, kv) => n + kv.bytes.length, 0);
-  tensors.forEach((t, i) => (length += 8 + names[i]!.length + 4 + 8 * writtenDims(t.shape) + 4 + 8));
-  const out = new Uint8Array(alignUp(length, alignment));
+  if ('bytes' in tensors) return length + tensors.bytes.length;
+  for (const t of tensors) length += 8 + encoder.encode(t.name).length + 4 + 8 * writtenDims(t.shape) + 4 + 8;
+  return length;
+}
+
+/**
+ * The whole header, zero-padded to `alignment`: the pairs, then the tensor infos, encoded from
+ * `tensors` or copied as they were.
+ */
+export function encodeHeader(kvs: readonly KvBytes[], tensors: readonly TensorInfo[] | TensorInfoBytes, alignment: number): Uint8Array {
+  const out = new Uint8Array(alignUp(headerLength(kvs, tensors), alignment));
   const view = new DataView(out.buffer);
   out.set(encoder.encode('GGUF'), 0);
   view.setUint32(4, 3, true);
-  view.setBigUint64(8, BigInt(tensors.length), true);
+  view.setBigUint64(8, BigInt('bytes' in tensors ? tensors.count : tensors.length), true);
   view.setBigUint64(16, BigInt(kvs.length), true);
   let at = 24;
   for (const kv of kvs) {
     out.set(kv.bytes, at);
     at += kv.bytes.length;
   }
+  if ('bytes' in tensors) {
+    out.set(tensors.bytes, at);
+    return out;
+  }
+  const names = tensors.map((t) => encoder.encode(t.name));
   tensors.forEach((t, i) => {
     const name = names[i]!;
     view.setBigUint64(at, BigInt(name.length), true);

@@ -28,12 +28,22 @@ export function writeWhole(path: string, pieces: Iterable<Uint8Array>): void {
  * the temporary file is removed.
  */
 export function writeTemporary(path: string, pieces: Iterable<Uint8Array>): string {
+  return writeTemporaryWith(path, (fd) => {
+    for (const piece of pieces) writeAll(fd, piece);
+  });
+}
+
+/** Writes all of `bytes` at the descriptor's position. */
+export function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+}
+
+/** As writeTemporary, the contents written by `write(fd)`. */
+export function writeTemporaryWith(path: string, write: (fd: number) => void): string {
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx');
   try {
-    for (const piece of pieces) {
-      for (let done = 0; done < piece.length; ) done += writeSync(fd, piece, done, piece.length - done);
-    }
+    write(fd);
     fsyncSync(fd);
     closeSync(fd);
     return temp;

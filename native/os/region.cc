@@ -152,6 +152,11 @@ const char* ErrnoName(int errnum) {
     case EIO: return "EIO";
     case ENXIO: return "ENXIO";
     case ENOTSUP: return "ENOTSUP";
+    case ENOSYS: return "ENOSYS";
+    case EXDEV: return "EXDEV";
+    case EBADF: return "EBADF";
+    case ENOSPC: return "ENOSPC";
+    case EFBIG: return "EFBIG";
     case EBUSY: return "EBUSY";
     default: return "EUNKNOWN";
   }

@@ -1,0 +1,82 @@
+// `gguf-mmap edit FILE --set KEY=VALUE[:TYPE] --delete KEY --chat-template-file F [--out OUT] [--in-place]`.
+import { readFileSync } from 'node:fs';
+import { editMetadata, type EditResult } from '../edit/edit-metadata.js';
+import { openGguf } from '../file/gguf-file.js';
+import type { GgufWriteValue } from '../format/writer.js';
+import { GGUF_VALUE_TYPES, type GgufValueType } from '../format/value-types.js';
+
+export class EditUsageError extends Error {}
+
+const SCALARS = GGUF_VALUE_TYPES.filter((t) => t !== 'ARRAY');
+
+/** A value typed as `type`, from the command line's text. */
+function typedValue(key: string, text: string, type: GgufValueType): GgufWriteValue {
+  const bad = () => new EditUsageError(`--set ${key}: '${text}' is not a ${type}`);
+  switch (type) {
+    case 'STRING':
+      return { type, value: text };
+    case 'BOOL':
+      if (text !== 'true' && text !== 'false') throw bad();
+      return { type, value: text === 'true' };
+    case 'UINT64':
+    case 'INT64':
+      if (!/^-?\d+$/.test(text)) throw bad();
+      return { type, value: BigInt(text) };
+    case 'FLOAT32':
+    case 'FLOAT64': {
+      const value = Number(text);
+      if (text.trim() === '' || Number.isNaN(value) && text !== 'NaN') throw bad();
+      return { type, value };
+    }
+    case 'ARRAY':
+      throw new EditUsageError(`--set ${key}: arrays cannot be set from the command line`);
+    default: {
+      if (!/^-?\d+$/.test(text)) throw bad();
+      return { type, value: Number(text) };
+    }
+  }
+}
+
+export function runEdit(args: readonly string[]): { result: EditResult; changed: number } {
+  const files: string[] = [];
+  const sets: Array<[string, string, GgufValueType | undefined]> = [];
+  const deletes: string[] = [];
+  let out: string | undefined;
+  let inPlace = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = () => {
+      const value = args[++i];
+      if (value === undefined) throw new EditUsageError(`${arg} needs a value`);
+      return value;
+    };
+    if (arg === '--set') {
+      const spec = next();
+      const eq = spec.indexOf('=');
+      if (eq <= 0) throw new EditUsageError(`--set takes KEY=VALUE[:TYPE], not '${spec}'`);
+      let value = spec.slice(eq + 1);
+      let type: GgufValueType | undefined;
+      // A trailing :TYPE only when it names a type (values may hold colons).
+      const colon = value.lastIndexOf(':');
+      if (colon >= 0 && (SCALARS as readonly string[]).includes(value.slice(colon + 1))) {
+        type = value.slice(colon + 1) as GgufValueType;
+        value = value.slice(0, colon);
+      }
+      sets.push([spec.slice(0, eq), value, type]);
+    } else if (arg === '--delete') deletes.push(next());
+    else if (arg === '--chat-template-file') sets.push(['tokenizer.chat_template', readFileSync(next(), 'utf8'), 'STRING']);
+    else if (arg === '--out') out = next();
+    else if (arg === '--in-place') inPlace = true;
+    else if (arg.startsWith('--')) throw new EditUsageError(`unknown option '${arg}'`);
+    else files.push(arg);
+  }
+  if (files.length !== 1) throw new EditUsageError('edit takes one FILE');
+  if (sets.length === 0 && deletes.length === 0) throw new EditUsageError('edit needs --set, --delete or --chat-template-file');
+  // A key that exists keeps its type unless one is given; a new one is a STRING unless told.
+  const types = (() => {
+    using g = openGguf(files[0]!, { split: false, mode: 'read' });
+    return new Map(sets.map(([key]) => [key, g.metadata.type(key)]));
+  })();
+  const set = sets.map(([key, text, type]): [string, GgufWriteValue] => [key, typedValue(key, text, type ?? types.get(key) ?? 'STRING')]);
+  return { result: editMetadata(files[0]!, { set, delete: deletes }, { out, inPlace }), changed: sets.length + deletes.length };
+}

@@ -1,0 +1,131 @@
+// Editing a model's metadata without touching its tensor data: in place when the new header ends
+// where the data section already starts (same-size values always; anything else the padding
+// allows), else a new file: the new header, then the data section copied as it is.
+import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { GgufError } from '../errors.js';
+import { openGguf } from '../file/gguf-file.js';
+import { alignUp, parseLayout } from '../format/parse.js';
+import { encodeGguf, type GgufWriteValue } from '../format/writer.js';
+import { encodeHeader, headerLength, kvBytesOf, setKvInPlace, tensorInfoBytesOf, type KvBytes } from './gguf-header.js';
+import { optionalAddon } from '../native.js';
+import { refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
+
+export interface MetadataEdit {
+  /** Keys to set: a value with its type (a key that exists keeps its place). */
+  set?: Iterable<readonly [string, GgufWriteValue]>;
+  /** Keys to remove (one that is absent is a TypeError). */
+  delete?: readonly string[];
+}
+
+export interface EditOptions {
+  /** Write the edited model here (a new file) instead of editing `input`. */
+  out?: string;
+  /** Replace `input` with a rewritten copy when the new header does not fit in place. */
+  inPlace?: boolean;
+}
+
+export interface EditResult {
+  readonly path: string;
+  /** True when only the header's bytes were written over (the data section did not move). */
+  readonly inPlace: boolean;
+  /** Bytes written. */
+  readonly written: number;
+}
+
+/** One pair's bytes, encoded by the writer (the one encoder of values). */
+function encodeKv(key: string, value: GgufWriteValue): KvBytes {
+  const file = encodeGguf({ metadata: [[key, value]] });
+  const layout = parseLayout(new DataView(file.buffer, file.byteOffset, file.byteLength), file.byteLength);
+  return { key, bytes: file.slice(24, layout.headerEnd) };
+}
+
+/**
+ * Applies `edit` to the metadata of the GGUF v3 file at `input` (part 1 holds a split model's).
+ * In place when the new header ends where the data section starts: the file is checked first and
+ * the header written once, then synced. Otherwise, with `out`, a new file; with `inPlace`, a
+ * rewritten copy renamed over `input`; with neither, a TypeError saying so. Tensor data stays
+ * byte for byte; the alignment is kept.
+ */
+export function editMetadata(input: string, edit: MetadataEdit, options: EditOptions = {}): EditResult {
+  const built = (() => {
+    using file = openGguf(input, { split: false, mode: 'read' });
+    const { source, layout } = file.partLayouts()[0]!;
+    const kvs = kvBytesOf(source, layout);
+    for (const key of edit.delete ?? []) {
+      const at = kvs.findIndex((kv) => kv.key === key);
+      if (at < 0) throw new TypeError(`editMetadata: no key '${key}' to delete`);
+      kvs.splice(at, 1);
+    }
+    for (const [key, value] of edit.set ?? []) setKvInPlace(kvs, encodeKv(key, value));
+    const infos = tensorInfoBytesOf(source, layout);
+    return { kvs, infos, layout, fileSize: layout.fileSize };
+  })();
+  const { kvs, infos, layout } = built;
+  const header = encodeHeader(kvs, infos, layout.alignment);
+  const fits = alignUp(headerLength(kvs, infos), layout.alignment) === layout.dataOffset;
+  if (options.out !== undefined) {
+    refuseInputAsOutput([input], options.out);
+    return rewrite(input, options.out, header, layout.dataOffset, built.fileSize);
+  }
+  if (fits) return overwriteHeader(input, header, layout.fileSize);
+  if (!options.inPlace) {
+    throw new TypeError(`editMetadata: the new header (${header.length} bytes) does not fit before the data section (byte ${layout.dataOffset}): give an output file (--out) or ask to replace the input (--in-place)`);
+  }
+  return rewrite(input, input, header, layout.dataOffset, built.fileSize);
+}
+
+/** The header written over the old one: the same length, so the data section stays where it is. */
+function overwriteHeader(path: string, header: Uint8Array, size: number): EditResult {
+  const fd = openSync(path, 'r+');
+  try {
+    // Checked first: the file is still the one parsed (a file changed meanwhile is not written).
+    if (statSync(path).size !== size) throw new GgufError('FILE_CHANGED', `${path} changed while it was being edited`, size);
+    for (let done = 0; done < header.length; ) done += writeSync(fd, header, done, header.length - done, done);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return { path, inPlace: true, written: header.length };
+}
+
+/**
+ * A new file: `header`, then the data section of `input` from `dataOffset`: copied inside the
+ * kernel (copy_file_range: a reflink or kept holes where the filesystem does that), else read and
+ * written in slices.
+ */
+function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number): EditResult {
+  const fd = openSync(input, 'r');
+  try {
+    const temp = writeTemporaryWith(output, (out) => {
+      writeAll(out, header);
+      let at = dataOffset;
+      const kernel = optionalAddon();
+      if (kernel !== undefined) {
+        try {
+          while (at < size) {
+            const n = kernel.copyFileRange(fd, at, out, header.length + (at - dataOffset), size - at);
+            if (n === 0) break;
+            at += n;
+          }
+        } catch (error) {
+          // Not here (ENOSYS), or not between these files (EXDEV, EINVAL): through memory instead.
+          if (!['ENOSYS', 'EXDEV', 'EINVAL', 'EOPNOTSUPP', 'ENOTSUP'].includes((error as { code?: string }).code ?? '')) throw error;
+        }
+      }
+      const slice = new Uint8Array(8 << 20);
+      while (at < size) {
+        const n = readSync(fd, slice, 0, Math.min(slice.length, size - at), at);
+        if (n === 0) break;
+        writeSync(out, slice, 0, n, header.length + (at - dataOffset));
+        at += n;
+      }
+      if (at < size) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at} while it was being copied`, at);
+      // The input's holes skipped by the kernel copy stay holes: the length makes them.
+      ftruncateSync(out, header.length + (size - dataOffset));
+    });
+    renameSync(temp, output);
+  } finally {
+    closeSync(fd);
+  }
+  return { path: output, inPlace: false, written: header.length + (size - dataOffset) };
+}
