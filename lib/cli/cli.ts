@@ -206,15 +206,18 @@ function warm(args: string[]): number {
   return 0;
 }
 
+/** Runs `fn`; a command's own usage error (`usage`) becomes the CLI's (the usage shown, exit 1). */
+function asUsage<T>(fn: () => T, usage: abstract new (message: string) => Error): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw error instanceof usage ? new UsageError(error.message) : error;
+  }
+}
+
 /** `edit FILE`: metadata edits (edit-command.ts). */
 function editCommand(args: string[]): number {
-  let done;
-  try {
-    done = runEdit(args);
-  } catch (error) {
-    throw error instanceof EditUsageError ? new UsageError(error.message) : error;
-  }
-  const { result, changed } = done;
+  const { result, changed } = asUsage(() => runEdit(args), EditUsageError);
   process.stdout.write(`${result.path}: ${changed} change${changed === 1 ? '' : 's'}, ${result.inPlace ? `in place (${result.written} header bytes written)` : `rewritten (${formatBytes(result.written)})`}\n`);
   return 0;
 }
@@ -260,12 +263,7 @@ function mergeCommand(args: string[]): number {
 
 /** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */
 function hash(args: string[]): number {
-  let parsed;
-  try {
-    parsed = parseHashArgs(args);
-  } catch (error) {
-    throw error instanceof HashUsageError ? new UsageError(error.message) : error;
-  }
+  const parsed = asUsage(() => parseHashArgs(args), HashUsageError);
   return runHash(parsed, (text) => process.stdout.write(text), process.stderr.isTTY ? process.stderr : undefined);
 }
 
