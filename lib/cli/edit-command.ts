@@ -9,6 +9,15 @@ export class EditUsageError extends Error {}
 
 const SCALARS = GGUF_VALUE_TYPES.filter((t) => t !== 'ARRAY');
 
+const INTEGER_RANGES = {
+  UINT8: [0, 255],
+  INT8: [-128, 127],
+  UINT16: [0, 65535],
+  INT16: [-32768, 32767],
+  UINT32: [0, 4294967295],
+  INT32: [-2147483648, 2147483647],
+} as const;
+
 /** A value typed as `type`, from the command line's text. */
 function typedValue(key: string, text: string, type: GgufValueType): GgufWriteValue {
   const bad = () => new EditUsageError(`--set ${key}: '${text}' is not a ${type}`);
@@ -19,20 +28,29 @@ function typedValue(key: string, text: string, type: GgufValueType): GgufWriteVa
       if (text !== 'true' && text !== 'false') throw bad();
       return { type, value: text === 'true' };
     case 'UINT64':
-    case 'INT64':
+    case 'INT64': {
       if (!/^-?\d+$/.test(text)) throw bad();
-      return { type, value: BigInt(text) };
+      const value = BigInt(text);
+      const [min, max] = type === 'UINT64' ? [0n, 2n ** 64n - 1n] : [-(2n ** 63n), 2n ** 63n - 1n];
+      if (value < min || value > max) throw bad();
+      return { type, value };
+    }
     case 'FLOAT32':
     case 'FLOAT64': {
+      // Finite numbers, or NaN / Infinity / -Infinity spelled out; nothing that overflows.
       const value = Number(text);
-      if (text.trim() === '' || Number.isNaN(value) && text !== 'NaN') throw bad();
+      const spelled = text === 'NaN' || text === 'Infinity' || text === '-Infinity';
+      if (text.trim() === '' || (!spelled && !Number.isFinite(value))) throw bad();
+      if (type === 'FLOAT32' && Number.isFinite(value) && !Number.isFinite(Math.fround(value))) throw bad();
       return { type, value };
     }
     case 'ARRAY':
       throw new EditUsageError(`--set ${key}: arrays cannot be set from the command line`);
     default: {
-      if (!/^-?\d+$/.test(text)) throw bad();
-      return { type, value: Number(text) };
+      const [min, max] = INTEGER_RANGES[type as keyof typeof INTEGER_RANGES];
+      const value = Number(text);
+      if (!/^-?\d+$/.test(text) || value < min || value > max) throw bad();
+      return { type, value } as GgufWriteValue;
     }
   }
 }

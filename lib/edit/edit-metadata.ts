@@ -1,14 +1,14 @@
 // Editing a model's metadata without touching its tensor data: in place when the new header ends
 // where the data section already starts (same-size values always; anything else the padding
 // allows), else a new file: the new header, then the data section copied as it is.
-import { closeSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, realpathSync, statSync, writeSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
 import { alignUp, parseLayout } from '../format/parse.js';
 import { encodeGguf, type GgufWriteValue } from '../format/writer.js';
 import { encodeHeader, headerLength, kvBytesOf, setKvInPlace, tensorInfoBytesOf, type KvBytes } from './gguf-header.js';
 import { optionalAddon } from '../native.js';
-import { refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
+import { commit, refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
 
 export interface MetadataEdit {
   /** Keys to set: a value with its type (a key that exists keeps its place). */
@@ -54,9 +54,16 @@ export function editMetadata(input: string, edit: MetadataEdit, options: EditOpt
     for (const key of edit.delete ?? []) {
       const at = kvs.findIndex((kv) => kv.key === key);
       if (at < 0) throw new TypeError(`editMetadata: no key '${key}' to delete`);
+      // The alignment decides where the data section starts and which offsets are valid.
+      if (key === 'general.alignment' && layout.alignment !== 32) throw new TypeError('editMetadata: general.alignment cannot be deleted (the tensor data is laid out by it)');
       kvs.splice(at, 1);
     }
-    for (const [key, value] of edit.set ?? []) setKvInPlace(kvs, encodeKv(key, value));
+    for (const [key, value] of edit.set ?? []) {
+      if (key === 'general.alignment' && !(value.type === 'UINT32' && value.value === layout.alignment)) {
+        throw new TypeError(`editMetadata: general.alignment stays ${layout.alignment} (UINT32): the tensor data is laid out by it`);
+      }
+      setKvInPlace(kvs, encodeKv(key, value));
+    }
     const infos = tensorInfoBytesOf(source, layout);
     return { kvs, infos, layout, fileSize: layout.fileSize };
   })();
@@ -71,14 +78,16 @@ export function editMetadata(input: string, edit: MetadataEdit, options: EditOpt
   if (!options.inPlace) {
     throw new TypeError(`editMetadata: the new header (${header.length} bytes) does not fit before the data section (byte ${layout.dataOffset}): give an output file (--out) or ask to replace the input (--in-place)`);
   }
-  return rewrite(input, input, header, layout.dataOffset, built.fileSize);
+  // Through a symbolic link, the file it names is replaced, not the link.
+  const real = realpathSync(input);
+  return rewrite(real, real, header, layout.dataOffset, built.fileSize);
 }
 
 /** The header written over the old one: the same length, so the data section stays where it is. */
 function overwriteHeader(path: string, header: Uint8Array, size: number): EditResult {
   const fd = openSync(path, 'r+');
   try {
-    // Checked first: the file is still the one parsed (a file changed meanwhile is not written).
+    // Checked first: the file still has the size parsed (a file cut or grown meanwhile is not written).
     if (statSync(path).size !== size) throw new GgufError('FILE_CHANGED', `${path} changed while it was being edited`, size);
     for (let done = 0; done < header.length; ) done += writeSync(fd, header, done, header.length - done, done);
     fsyncSync(fd);
@@ -94,16 +103,20 @@ function overwriteHeader(path: string, header: Uint8Array, size: number): EditRe
  * written in slices.
  */
 function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number): EditResult {
+  // A file without tensors may end before its aligned data offset: no data to copy then.
+  const dataLength = Math.max(0, size - dataOffset);
+  const end = dataOffset + dataLength;
   const fd = openSync(input, 'r');
+  let temp: string;
   try {
-    const temp = writeTemporaryWith(output, (out) => {
+    temp = writeTemporaryWith(output, (out) => {
       writeAll(out, header);
       let at = dataOffset;
       const kernel = optionalAddon();
-      if (kernel !== undefined) {
+      if (kernel !== undefined && dataLength > 0) {
         try {
-          while (at < size) {
-            const n = kernel.copyFileRange(fd, at, out, header.length + (at - dataOffset), size - at);
+          while (at < end) {
+            const n = kernel.copyFileRange(fd, at, out, header.length + (at - dataOffset), end - at);
             if (n === 0) break;
             at += n;
           }
@@ -113,19 +126,21 @@ function rewrite(input: string, output: string, header: Uint8Array, dataOffset: 
         }
       }
       const slice = new Uint8Array(8 << 20);
-      while (at < size) {
-        const n = readSync(fd, slice, 0, Math.min(slice.length, size - at), at);
+      while (at < end) {
+        const n = readSync(fd, slice, 0, Math.min(slice.length, end - at), at);
         if (n === 0) break;
-        writeSync(out, slice, 0, n, header.length + (at - dataOffset));
+        writeAll(out, slice.subarray(0, n), header.length + (at - dataOffset));
         at += n;
       }
-      if (at < size) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at} while it was being copied`, at);
+      if (at < end) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at} while it was being copied`, at);
       // The input's holes skipped by the kernel copy stay holes: the length makes them.
-      ftruncateSync(out, header.length + (size - dataOffset));
+      ftruncateSync(out, header.length + dataLength);
+      // Replacing the input: the replacement keeps its permissions.
+      if (output === input) fchmodSync(out, fstatSync(fd).mode & 0o7777);
     });
-    renameSync(temp, output);
   } finally {
     closeSync(fd);
   }
-  return { path: output, inPlace: false, written: header.length + (size - dataOffset) };
+  commit(temp, output);
+  return { path: output, inPlace: false, written: header.length + dataLength };
 }

@@ -19,7 +19,17 @@ export function refuseInputAsOutput(inputs: readonly string[], output: string): 
 
 /** Writes `pieces` in order to `path` (through a temporary file renamed at the end). */
 export function writeWhole(path: string, pieces: Iterable<Uint8Array>): void {
-  renameSync(writeTemporary(path, pieces), path);
+  commit(writeTemporary(path, pieces), path);
+}
+
+/** Renames `temp` to `path`; a rename that fails removes `temp` (nothing stays behind). */
+export function commit(temp: string, path: string): void {
+  try {
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
 }
 
 /**
@@ -33,9 +43,11 @@ export function writeTemporary(path: string, pieces: Iterable<Uint8Array>): stri
   });
 }
 
-/** Writes all of `bytes` at the descriptor's position. */
-export function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+/** Writes all of `bytes` at the descriptor's position, or at `position` when given. */
+export function writeAll(fd: number, bytes: Uint8Array, position?: number): void {
+  for (let done = 0; done < bytes.length; ) {
+    done += writeSync(fd, bytes, done, bytes.length - done, position === undefined ? null : position + done);
+  }
 }
 
 /** As writeTemporary, the contents written by `write(fd)`. */

@@ -7,7 +7,7 @@ import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { splitPartName } from '../format/write-split.js';
 import { alignUp } from '../format/parse.js';
 import { encodeHeader, kvBytesOf, scalarKv, setKv, type KvBytes, type TensorInfo } from './gguf-header.js';
-import { renameSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { refuseInputAsOutput, writeTemporary, writeWhole } from './output-file.js';
 
 // llama-gguf-split pads every tensor to GGUF_DEFAULT_ALIGNMENT, whatever general.alignment says.
@@ -46,6 +46,13 @@ function* dataOf(pieces: readonly Piece[]): Generator<Uint8Array> {
   }
 }
 
+// llama-gguf-split pads tensors to 32 whatever the file says, and writes no general.alignment in
+// parts 2..N: for another alignment its output would not read back. Refused rather than
+// written differently from the tool.
+function refuseOtherAlignment(alignment: number, path: string): void {
+  if (alignment !== PAD) throw new GgufError('CANNOT_REWRITE', `${path} has alignment ${alignment}; split and merge write llama-gguf-split's layout, which is 32`, 0);
+}
+
 function* withHeader(header: Uint8Array, pieces: readonly Piece[]): Generator<Uint8Array> {
   yield header;
   yield* dataOf(pieces);
@@ -58,6 +65,7 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
   if (!((maxTensors ?? maxBytes)! >= 1)) throw new RangeError('splitModel: the limit is at least 1');
   using file = openGguf(input, { split: false });
   const { source, layout } = file.partLayouts()[0]!;
+  refuseOtherAlignment(layout.alignment, input);
   const modelKvs = kvBytesOf(source, layout);
   // The parts' tensors, as the tool groups them.
   const groups: number[][] = options.noTensorsInFirst ? [[], []] : [[]];
@@ -91,8 +99,17 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
     for (const temp of written) rmSync(temp, { force: true });
     throw error;
   }
-  // Every part written: the set appears at once (renames), not part by part.
-  written.forEach((temp, no) => renameSync(temp, paths[no]!));
+  // Every part written: the set appears at once (renames), not part by part. A rename that fails
+  // removes the temporaries not yet renamed (the parts renamed before it stay: said in the error).
+  written.forEach((temp, no) => {
+    try {
+      renameSync(temp, paths[no]!);
+    } catch (error) {
+      for (const left of written.slice(no)) rmSync(left, { force: true });
+      if (no > 0) (error as Error).message += ` (parts 1 to ${no} of ${count} were written; the set is incomplete)`;
+      throw error;
+    }
+  });
   return paths;
 }
 
@@ -106,6 +123,8 @@ export function mergeModel(part: string, output: string): void {
   const parts = model.partLayouts();
   if (parts.length < 2) throw new GgufError('CANNOT_REWRITE', `${part} is not a part of a split model (no split.count above 1)`, 0);
   refuseInputAsOutput(parts.map((p) => p.path!), output);
+  if (existsSync(output)) throw Object.assign(new Error(`${output} exists; merge writes a new file`), { code: 'EEXIST' });
+  for (const p of parts) refuseOtherAlignment(p.layout.alignment, p.path!);
   const kvs = kvBytesOf(parts[0]!.source, parts[0]!.layout);
   setKv(kvs, scalarKv('split.count', 'UINT16', 0));
   const all = model.tensors.map((_, index) => index);

@@ -10,8 +10,8 @@ namespace gguf_mmap {
 
 // Copies `length` bytes from `in_fd` at `in_offset` to `out_fd` at `out_offset`; holes of the input
 // are skipped, not written (the caller sets the output's length, which leaves them as holes).
-// Returns the bytes copied or skipped (fewer when the input ends early), or -errno when nothing
-// was: -ENOSYS where the system has no such call (the caller then copies through memory).
+// Returns the bytes copied or skipped (fewer when the input ends before `in_offset + length`, 0
+// at or past its end), or -errno when nothing was: -ENOSYS where the system has no such call (the caller then copies through memory).
 int64_t CopyFileRange(int in_fd, uint64_t in_offset, int out_fd, uint64_t out_offset, uint64_t length);
 
 }  // namespace gguf_mmap

@@ -1,10 +1,12 @@
 // Metadata edits: read back by our reader, and the file compared byte for byte outside the header.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, lstatSync, openSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { editMetadata, hashTensors, openGguf, writeGgufFile } from '../../lib/index.js';
+import { posixOnly, WINDOWS } from '../helpers/platform.js';
 import { randomBytes } from '../helpers/random.js';
+import { optionalAddon } from '../../lib/native.js';
 import { sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -105,5 +107,67 @@ describe.skipIf(SKIP_SHARED)('gguf-mmap edit on real files', () => {
     expect(g.dataOffset % 64).toBe(0);
     expect(hashTensors(g, { kinds: ['sha256'], name: 'm' })).toEqual(hashTensors(o, { kinds: ['sha256'], name: 'm' }));
     expect(statSync(out).size - g.dataOffset).toBe(statSync(path).size - o.dataOffset);
+  });
+});
+
+describe('gguf-mmap edit: what it refuses and what a rewrite keeps', () => {
+  it('general.alignment cannot change; integers out of range are usage errors', () => {
+    const path = join(dir, 'a64.gguf');
+    writeGgufFile(path, { alignment: 64, tensors: [{ name: 't', type: 'F32', shape: [10], data: randomBytes(40, 9) }] });
+    const before = readFileSync(path);
+    expect(cli(path, '--delete', 'general.alignment').stderr).toMatch(/general.alignment cannot be deleted/);
+    expect(cli(path, '--set', 'general.alignment=32', '--out', join(dir, 'x.gguf')).stderr).toMatch(/general.alignment stays 64/);
+    expect(readFileSync(path).equals(before)).toBe(true);
+    const plain = model('ranges.gguf');
+    for (const bad of ['llama.block_count=99999999999', 'llama.block_count=-1', 'x=300:INT8', 'x=-5:UINT64', 'x=1e999:FLOAT32', 'x=1e300:FLOAT32']) {
+      const r = cli(plain, '--set', bad);
+      expect(r.status, bad).toBe(1);
+      expect(r.stderr, bad).toMatch(/is not a/);
+    }
+  });
+
+  it.skipIf(WINDOWS)(posixOnly('--in-place keeps the permissions and, through a symbolic link, replaces the file it names', 'no POSIX modes, links need a privilege'), () => {
+    const path = model('private.gguf');
+    chmodSync(path, 0o640);
+    const link = join(dir, 'private-link.gguf');
+    symlinkSync(path, link);
+    const template = join(dir, 'long.jinja');
+    writeFileSync(template, 'x'.repeat(5000));
+    const r = cli(link, '--chat-template-file', template, '--in-place');
+    expect(r.status, r.stderr).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+    using g = openGguf(link);
+    expect(g.metadata.get('tokenizer.chat_template')).toBe('x'.repeat(5000));
+  });
+});
+
+describe.skipIf(SKIP_SHARED)('gguf-mmap edit of a file without tensors', () => {
+  it('a vocabulary-only file that ends before its aligned data offset is rewritten whole (the header was cut short)', () => {
+    const path = join(dir, 'vocab.gguf');
+    copyFileSync(sharedPath('fixtures/real/vocab-llama-spm-v3.gguf'), path);
+    const r = cli(path, '--set', 'x.y=abcdefghijkl', '--in-place');
+    expect(r.status, r.stderr).toBe(0);
+    using g = openGguf(path);
+    expect(g.metadata.get('x.y')).toBe('abcdefghijkl');
+    expect(g.tensorCount).toBe(0);
+  });
+});
+
+describe.skipIf(process.platform !== 'linux' || optionalAddon() === undefined)('the kernel copy (copy_file_range)', () => {
+  it('stops at the input\'s end and counts a trailing hole as copied: a file cut short is never reported whole', () => {
+    const addon = optionalAddon()!;
+    const input = join(dir, 'short.bin');
+    writeFileSync(input, randomBytes(1000, 5));
+    const fd = openSync(input, 'r');
+    const out = openSync(join(dir, 'short-copy.bin'), 'w');
+    try {
+      expect(addon.copyFileRange(fd, 0, out, 0, 1 << 20)).toBe(1000);
+      expect(addon.copyFileRange(fd, 5000, out, 0, 4096)).toBe(0);
+      expect(readFileSync(join(dir, 'short-copy.bin')).equals(readFileSync(input))).toBe(true);
+    } finally {
+      closeSync(fd);
+      closeSync(out);
+    }
   });
 });

@@ -1,7 +1,7 @@
 // gguf-mmap split / merge against llama.cpp's llama-gguf-split: the shared sets are what it wrote
 // for the shared inputs (../shared/fixtures/split/README.md gives the commands).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashTensors, openGguf, writeGgufFile } from '../../lib/index.js';
@@ -89,7 +89,7 @@ describe('split and merge of writer-built models', () => {
   it('refuses a part without tensors, an output that is the input, and a file not split; leaves no temporary file', () => {
     const input = model('big.gguf', [4096, 10]);
     const tooSmall = cli('split', input, join(dir, 'small'), '--split-max-size', '1000');
-    expect(tooSmall.status).toBe(2);
+    expect(tooSmall.status).toBe(3); // not possible for this file
     expect(tooSmall.stderr).toMatch(/CANNOT_REWRITE/);
     // A one-part set named as the input: writing it would destroy the model being read.
     const self = join(dir, 'self-00001-of-00001.gguf');
@@ -114,5 +114,29 @@ describe('split and merge of writer-built models', () => {
     expect(readdirSync(dir).filter((f) => f.startsWith('limited-'))).toEqual([]); // no part at all, not some
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(readFileSync(input).equals(before)).toBe(true);
+  });
+});
+
+describe('split and merge refuse what would not read back, and leave nothing behind', () => {
+  const dir = tempDir();
+
+  it('an alignment other than 32 is CANNOT_REWRITE (llama-gguf-split pads to 32 and writes no alignment key in later parts)', () => {
+    const path = join(dir, 'a64.gguf');
+    writeGgufFile(path, { alignment: 64, tensors: [0, 1, 2].map((i) => ({ name: `t${i}`, type: 'F32', shape: [10], data: randomBytes(40, i + 1) })) });
+    const r = cli('split', path, join(dir, 'a64'), '--split-max-tensors', '1');
+    expect(r.status).toBe(3);
+    expect(r.stderr).toMatch(/CANNOT_REWRITE: .*alignment 64/);
+    expect(readdirSync(dir).filter((f) => f.startsWith('a64-') || f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('a rename that fails (a directory in the way of part 2) removes every temporary file and says the set is incomplete', () => {
+    const input = join(dir, 'in.gguf');
+    writeGgufFile(input, { tensors: [0, 1, 2].map((i) => ({ name: `t${i}`, type: 'F32', shape: [10], data: randomBytes(40, i + 1) })) });
+    mkdirSync(join(dir, 'r-00002-of-00003.gguf'));
+    const r = cli('split', input, join(dir, 'r'), '--split-max-tensors', '1');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('the set is incomplete');
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    expect(existsSync(join(dir, 'r-00003-of-00003.gguf'))).toBe(false);
   });
 });

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace gguf_mmap {
@@ -32,8 +33,13 @@ int64_t CopyAll(int in_fd, off64_t in, int out_fd, off64_t out, uint64_t length)
 int64_t CopyFileRange(int in_fd, uint64_t in_offset, int out_fd, uint64_t out_offset, uint64_t length) {
 #if defined(__linux__)
   // Extent by extent (SEEK_DATA / SEEK_HOLE): holes in the input stay holes in the output, as cp
-  // keeps them, where the filesystem says where they are.
-  const uint64_t end = in_offset + length;
+  // keeps them, where the filesystem says where they are. Never past the input's end: SEEK_DATA
+  // says ENXIO both for a trailing hole and past the end, so the end is the file's size.
+  struct stat st;
+  if (fstat(in_fd, &st) != 0) return -errno;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (in_offset >= size) return 0;
+  const uint64_t end = in_offset + length < size ? in_offset + length : size;
   uint64_t pos = in_offset;
   while (pos < end) {
     off64_t data = lseek64(in_fd, static_cast<off64_t>(pos), SEEK_DATA);
@@ -51,7 +57,7 @@ int64_t CopyFileRange(int in_fd, uint64_t in_offset, int out_fd, uint64_t out_of
     pos = static_cast<uint64_t>(hole);
   }
   // Holes count as copied: the caller sets the output's length, which makes them.
-  return static_cast<int64_t>(length);
+  return static_cast<int64_t>(end - in_offset);
 #else
   (void)in_fd, (void)in_offset, (void)out_fd, (void)out_offset, (void)length;
   return -ENOSYS;  // macOS has no range copy between two files (fcopyfile copies whole files)
