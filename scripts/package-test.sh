@@ -28,7 +28,7 @@ echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$wo
 check "the Linux binaries need at most GLIBC 2.28, no GLIBCXX or CXXABI, no undefined __wrap_ symbol" \
   bash -c "mkdir -p '$work/bins' && tar xzf '$work/$tarball' -C '$work/bins' --wildcards 'package/prebuilds/linux-*/*.node' && bash scripts/check-glibc.sh '$work'/bins/package/prebuilds/linux-*/*.node"
 check "the tarball has no scripts, benchmarks or source maps; it has the prebuilt binaries (linux-x64, linux-arm64, win32-x64), the WebAssembly kernels and LICENSE" \
-  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-arm64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/win32-x64/gguf-mmap.node' && tar tzf '$work/$tarball' | grep -q 'package/wasm/dequant.wasm' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
+  bash -c "! tar tzf '$work/$tarball' | grep -E 'dist/(scripts|bench)/|\\.js\\.map\$' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-x64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/linux-arm64/' && tar tzf '$work/$tarball' | grep -q 'package/prebuilds/win32-x64/gguf-mmap.node' && tar tzf '$work/$tarball' | grep -q 'package/wasm/dequant.wasm' && tar tzf '$work/$tarball' | grep -q 'package/LICENSE'"
 
 # A PATH with node, npm and sh only: no g++, cc, make or python to build with.
 bin="$work/bin"
