@@ -1,6 +1,7 @@
-import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { DequantBackend } from '../dequant/dequantize.js';
+import { inputNamedBy } from '../edit/output-file.js';
 import type { GgufFile } from '../file/gguf-file.js';
 import { HOST_LITTLE_ENDIAN } from '../format/elements.js';
 import { printable } from './inspect.js';
@@ -20,14 +21,8 @@ export class DequantUsageError extends Error {}
 
 /** Refuses an output path that names one of the files read (directly or through a link): a split model's every part. */
 export function checkOutputIsNotInput(inputPaths: readonly string[], outPath: string): void {
-  const out = statSync(outPath, { throwIfNoEntry: false });
-  if (out === undefined) return;
-  for (const inputPath of inputPaths) {
-    const input = statSync(inputPath);
-    if (out.dev === input.dev && out.ino === input.ino) {
-      throw new Error(`--out ${outPath} is ${inputPath}, a file being read; writing it would destroy the model`);
-    }
-  }
+  const inputPath = inputNamedBy(inputPaths, outPath);
+  if (inputPath !== undefined) throw new Error(`--out ${outPath} is ${inputPath}, a file being read; writing it would destroy the model`);
 }
 
 /** Parses `A:B`, `A:` or `A` (row A alone). */

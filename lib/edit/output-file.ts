@@ -5,15 +5,21 @@ import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-/** Refuses an output that is one of the files read (same device and inode: through a link too). */
-export function refuseInputAsOutput(inputs: readonly string[], output: string): void {
+/** The one of `inputs` that `output` is (same device and inode: through a link too), if any. */
+export function inputNamedBy(inputs: readonly string[], output: string): string | undefined {
   const out = statSync(output, { throwIfNoEntry: false });
-  if (out === undefined) return;
-  for (const input of inputs) {
+  if (out === undefined) return undefined;
+  return inputs.find((input) => {
     const st = statSync(input);
-    if (st.dev === out.dev && st.ino === out.ino) {
-      throw Object.assign(new Error(`${output} is ${input}, a file being read; writing it would destroy the model`), { code: 'EEXIST' });
-    }
+    return st.dev === out.dev && st.ino === out.ino;
+  });
+}
+
+/** Refuses an output that is one of the files read. */
+export function refuseInputAsOutput(inputs: readonly string[], output: string): void {
+  const input = inputNamedBy(inputs, output);
+  if (input !== undefined) {
+    throw Object.assign(new Error(`${output} is ${input}, a file being read; writing it would destroy the model`), { code: 'EEXIST' });
   }
 }
 

@@ -1,4 +1,5 @@
 #include "os/page_cache.h"
+#include "os/page_span.h"
 
 #include <cerrno>
 #include <cstring>
@@ -13,18 +14,7 @@ namespace {
 
 size_t PageSize() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
-// The page-aligned span that covers [begin, begin + length).
-struct PageSpan {
-  uint8_t* start;
-  size_t length;
-};
-
-PageSpan Pages(const uint8_t* begin, size_t length) {
-  const size_t page = PageSize();
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(begin) + length + page - 1) & ~(page - 1);
-  return {reinterpret_cast<uint8_t*>(first), static_cast<size_t>(end - first)};
-}
+PageSpan Pages(const uint8_t* begin, size_t length) { return PagesOf(begin, length, PageSize()); }
 
 }  // namespace
 

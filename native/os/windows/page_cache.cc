@@ -1,6 +1,7 @@
 // Windows: the page cache calls of page_cache.h from what Win32 has. What is resident means in
 // this process's working set (QueryWorkingSetEx), a narrower thing than Linux's page cache.
 #include "os/page_cache.h"
+#include "os/page_span.h"
 
 #include <cerrno>
 #include <cstring>
@@ -22,17 +23,7 @@ extern "C" __declspec(dllimport) BOOL WINAPI K32QueryWorkingSetEx(HANDLE process
 namespace gguf_mmap {
 namespace {
 
-struct PageSpan {
-  uint8_t* start;
-  size_t length;
-};
-
-PageSpan Pages(const uint8_t* begin, size_t length) {
-  const size_t page = PageSize();
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(begin) + length + page - 1) & ~(page - 1);
-  return {reinterpret_cast<uint8_t*>(first), static_cast<size_t>(end - first)};
-}
+PageSpan Pages(const uint8_t* begin, size_t length) { return PagesOf(begin, length, PageSize()); }
 
 int Prefetch(const PageSpan& span) {
   WIN32_MEMORY_RANGE_ENTRY range{span.start, span.length};
