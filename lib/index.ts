@@ -1,5 +1,5 @@
 export { GgufError, GGUF_ERROR_CODES, type GgufErrorCode } from './errors.js';
-export { GGML_TYPES, ggmlTypeById, ggmlTypeByName, type GgmlType, type GgmlTypeName } from './format/ggml-types.js';
+export { GGML_TYPES, ggmlTypeById, ggmlTypeByName, type GgmlType, type GgmlTypeName, type WideField } from './format/ggml-types.js';
 export { GGUF_VALUE_TYPES, type GgufValueType } from './format/value-types.js';
 export { GgufFile, openGguf, parseGguf, type GgufPart, type OpenMode, type OpenOptions } from './file/gguf-file.js';
 export type { ParseLimits } from './format/parse.js';
@@ -33,3 +33,4 @@ export { modelForTests, type TestModel, type TestModelOptions } from './testing/
 export { hashTensors, formatHashLine, HASH_KINDS, type HashKind, type HashLine, type HashOptions } from './hash/tensor-hashes.js';
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
+export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';

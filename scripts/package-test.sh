@@ -80,16 +80,16 @@ JS
 check "CommonJS require (and gguf-mmap/package.json)" env PATH="$bin" node cjs.cjs
 check "CLI: gguf-mmap --version and inspect" bash -c "PATH='$bin' ./node_modules/.bin/gguf-mmap --version | grep -qx \"\$(node -p 'require(\"gguf-mmap/package.json\").version')\" && PATH='$bin' ./node_modules/.bin/gguf-mmap inspect | grep -q 'GGUF v3'"
 
-# Strict TypeScript: the README's examples and a consumer file, compiled with no casts under three
+# Strict TypeScript: the README's and docs' examples and a consumer file, compiled with no casts under three
 # resolutions.
 cp "$repo/test/types/consumer.ts" consumer.ts
 # The "In tests" example imports vitest: the repository's, linked in (its own imports resolve there).
 ln -sfn "$repo/node_modules/vitest" node_modules/vitest
 node -e '
   const { readFileSync, writeFileSync } = require("node:fs");
-  const blocks = [...readFileSync(process.argv[1], "utf8").matchAll(/```ts\n([\s\S]*?)```/g)];
+  const blocks = process.argv.slice(1).flatMap((doc) => [...readFileSync(doc, "utf8").matchAll(/```ts\n([\s\S]*?)```/g)]);
   blocks.forEach((m, i) => writeFileSync(`readme-${i}.ts`, m[1] + "\nexport {};\n"));
-' "$repo/README.md"
+' "$repo/README.md" "$repo"/docs/*.md
 for resolution in node16 nodenext bundler; do
   module=$([ "$resolution" = bundler ] && echo esnext || echo "$resolution")
   check "strict TypeScript, moduleResolution $resolution" node "$repo/node_modules/typescript/bin/tsc" --noEmit --strict \

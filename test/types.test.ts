@@ -1,8 +1,8 @@
-// The README's examples compile under `strict` with no casts: every ```ts block of README.md and
-// test/types/consumer.ts, checked against the library's sources here (scripts/package-test.sh
+// The documentation's examples compile under `strict` with no casts: every ```ts block of README.md
+// and docs/*.md, and test/types/consumer.ts, checked against the library's sources here (scripts/package-test.sh
 // checks them against the installed package, with node16, nodenext and bundler resolution).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from './helpers/tmp.js';
@@ -10,12 +10,14 @@ import { tempDir } from './helpers/tmp.js';
 const repo = join(import.meta.dirname, '..');
 
 describe('types for consumers', () => {
-  it("the README's TypeScript examples and the consumer example type-check under strict with no casts", () => {
+  it("the README's and docs' TypeScript examples and the consumer example type-check under strict with no casts", () => {
     const dir = tempDir();
     // The examples use top-level await: ES modules, whatever lies above the temporary folder.
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
-    const blocks = [...readFileSync(join(repo, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-    expect(blocks.length).toBeGreaterThan(0);
+    const docs = ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const blocksOf = (doc: string) => [...readFileSync(join(repo, doc), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    for (const doc of ['README.md', 'docs/api.md']) expect(blocksOf(doc).length, doc).toBeGreaterThan(0);
+    const blocks = docs.flatMap(blocksOf);
     const files = blocks.map((code, i) => {
       const file = join(dir, `readme-${i}.ts`);
       writeFileSync(file, `${code}\nexport {};\n`);

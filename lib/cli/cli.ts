@@ -10,6 +10,8 @@ import { cacheListing, runPull } from './pull-command.js';
 import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
 import { mergeModel, splitModel } from '../edit/split-model.js';
 import { EditUsageError, runEdit } from './edit-command.js';
+import { convertEndian } from '../edit/convert-endian.js';
+import { progressBar, type ProgressBar } from './progress-bar.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
@@ -27,6 +29,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap edit FILE [--set KEY=VALUE[:TYPE]]... [--delete KEY]... [--chat-template-file F] [--out OUT] [--in-place]
        gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
        gguf-mmap merge PART OUT
+       gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
@@ -54,7 +57,6 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
     --out FILE     write the values to FILE as raw little-endian float32 instead
     --backend      native kernels where the addon has one (auto, the default),
                    or only native, only WebAssembly (wasm), or only TypeScript (js)
-                   A progress bar shows on a terminal for long work.
 
   edit FILE        change metadata, never the tensor data: --set KEY=VALUE (a key that
                    exists keeps its type; :TYPE names one, e.g. :UINT32; new keys are
@@ -69,6 +71,10 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    G = 10^9); --no-tensor-first-split puts the metadata alone in part 1
   merge PART OUT   join the split set PART belongs to into one file OUT (which must not
                    exist), as llama-gguf-split --merge does: the data section is the model's
+  convert-endian FILE --to big|little --out OUT
+                   write the model in the other byte order: every number of the header and
+                   each block's wide fields (f16 scales, ...) swapped, for every tensor type;
+                   the same layout and size, and converting back gives the original bytes
   hash FILE        hash the tensor data (not the metadata) tensor by tensor and as a whole,
                    as llama.cpp's llama-gguf-hash prints it (xxh64 by default; --all is
                    xxh64, sha1 and sha256; --uuid a UUIDv5 of the model; --no-layer only the
@@ -78,9 +84,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    compare with a manifest (the lines printed before); exit 1 on a
                    mismatch, 3 when nothing in it matches, 4 no known kind, 5 unreadable
 
+  A progress bar shows on a terminal for work that takes over a second (dequant, hash,
+  edit, split, merge, convert-endian; warm and pull always show one).
+
 exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
-             without a float conversion, a file split/merge/edit cannot write back)`;
+             without a float conversion, a file the rewriting commands cannot write)`;
 
 class UsageError extends Error {}
 
@@ -99,6 +108,7 @@ function run(argv: string[]): number {
   if (command === 'split') return splitCommand(rest);
   if (command === 'edit') return editCommand(rest);
   if (command === 'merge') return mergeCommand(rest);
+  if (command === 'convert-endian') return convertEndianCommand(rest);
   if (command === 'pull') return pull(rest);
   if (command === 'cache') {
     if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
@@ -217,7 +227,7 @@ function asUsage<T>(fn: () => T, usage: abstract new (message: string) => Error)
 
 /** `edit FILE`: metadata edits (edit-command.ts). */
 function editCommand(args: string[]): number {
-  const { result, changed } = asUsage(() => runEdit(args), EditUsageError);
+  const { result, changed } = withProgressBar((bar) => asUsage(() => runEdit(args, bar.update), EditUsageError));
   process.stdout.write(`${result.path}: ${changed} change${changed === 1 ? '' : 's'}, ${result.inPlace ? `in place (${result.written} header bytes written)` : `rewritten (${formatBytes(result.written)})`}\n`);
   return 0;
 }
@@ -247,7 +257,7 @@ function splitCommand(args: string[]): number {
   }
   if (positional.length !== 2) throw new UsageError('split takes IN and OUTPREFIX');
   if ((maxTensors === undefined) === (maxBytes === undefined)) throw new UsageError('split takes one of --split-max-tensors and --split-max-size');
-  const paths = splitModel(positional[0]!, positional[1]!, { maxTensors, maxBytes, noTensorsInFirst });
+  const paths = withProgressBar((bar) => splitModel(positional[0]!, positional[1]!, { maxTensors, maxBytes, noTensorsInFirst, onProgress: bar.update }));
   process.stdout.write(paths.map((p) => `${p}\n`).join(''));
   return 0;
 }
@@ -256,9 +266,42 @@ function splitCommand(args: string[]): number {
 function mergeCommand(args: string[]): number {
   if (args.length !== 2 || args.some((a) => a.startsWith('--'))) throw new UsageError('merge takes PART and OUT');
   if (existsSync(args[1]!)) throw new Error(`${args[1]} exists; merge writes a new file`);
-  mergeModel(args[0]!, args[1]!);
+  withProgressBar((bar) => mergeModel(args[0]!, args[1]!, { onProgress: bar.update }));
   process.stdout.write(`${args[1]}\n`);
   return 0;
+}
+
+/** `convert-endian FILE --to big|little --out OUT`: the model in the other byte order. */
+function convertEndianCommand(args: string[]): number {
+  const positional: string[] = [];
+  let to: string | undefined;
+  let out: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--to' || arg === '--out') {
+      const value = args[++i];
+      if (value === undefined) throw new UsageError(`${arg} needs a value`);
+      if (arg === '--to') to = value;
+      else out = value;
+    } else if (arg.startsWith('--')) throw new UsageError(`unknown option '${arg}'`);
+    else positional.push(arg);
+  }
+  if (positional.length !== 1) throw new UsageError('convert-endian takes one FILE');
+  if (to !== 'big' && to !== 'little') throw new UsageError('convert-endian needs --to big or --to little');
+  if (out === undefined) throw new UsageError('convert-endian needs --out OUT (it writes a new file)');
+  const written = withProgressBar((bar) => convertEndian(positional[0]!, out, to, { onProgress: bar.update }));
+  process.stdout.write(`${out}: ${to}-endian (${formatBytes(written)})\n`);
+  return 0;
+}
+
+/** Runs `work` with a progress bar on stderr when it is a terminal, cleared at the end. */
+function withProgressBar<T>(work: (bar: ProgressBar) => T): T {
+  const bar = progressBar(process.stderr.isTTY ? process.stderr : undefined);
+  try {
+    return work(bar);
+  } finally {
+    bar.end();
+  }
 }
 
 /** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */

@@ -1,10 +1,9 @@
-import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import type { DequantBackend } from '../dequant/dequantize.js';
-import { inputNamedBy } from '../edit/output-file.js';
+import { commit, inputNamedBy, writeAll, writeTemporaryWith } from '../edit/output-file.js';
 import type { GgufFile } from '../file/gguf-file.js';
 import { HOST_LITTLE_ENDIAN } from '../format/elements.js';
 import { printable } from './inspect.js';
+import { progressBar } from './progress-bar.js';
 
 /** What `gguf-mmap dequant` was asked for, already parsed. */
 export interface DequantRequest {
@@ -34,19 +33,8 @@ export function parseRows(text: string): { first: number; end?: number } {
   return m[2] === '' ? { first } : { first, end: Number(m[2]) };
 }
 
-/** Renames the finished temporary output over `outPath`, or removes it: it never stays behind. */
-function finishOutput(temp: string, outPath: string, finished: boolean): void {
-  try {
-    if (finished) renameSync(temp, outPath);
-  } finally {
-    rmSync(temp, { force: true });
-  }
-}
-
 // Work goes in slices of about this many elements: bounded memory, and a progress bar that moves.
 const SLICE_ELEMENTS = 1 << 22;
-// Below this many elements there is no progress bar.
-const PROGRESS_MIN_ELEMENTS = 1 << 24;
 
 interface Summary {
   min: number;
@@ -70,12 +58,6 @@ function accumulate(s: Summary, values: Float32Array): void {
   }
 }
 
-function drawProgress(stream: NodeJS.WriteStream, done: number, total: number): void {
-  const width = 30;
-  const filled = Math.round((done / total) * width);
-  stream.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.floor((done / total) * 100)}%`);
-}
-
 /**
  * Dequantizes the requested rows slice by slice: to a raw little-endian float32 file when
  * `outPath` is given (returns a one-line report), else into a summary (min, max, mean, NaN).
@@ -93,31 +75,28 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
   const sliceRows = Math.max(1, Math.floor(SLICE_ELEMENTS / Math.max(1, rowLength)));
   const buffer = new Float32Array(Math.min(end - first, sliceRows) * rowLength);
   const summary: Summary = { min: Infinity, max: -Infinity, sum: 0, nan: 0, infinite: 0 };
-  const progress = total >= PROGRESS_MIN_ELEMENTS ? request.progress : undefined;
-  // The output goes to a temporary file beside it, renamed over it at the end: no half file, and
-  // the old contents stay until then.
-  const temp = request.outPath === undefined ? undefined : join(dirname(request.outPath), `.${basename(request.outPath)}.${process.pid}.tmp`);
-  const fd = temp === undefined ? undefined : openSync(temp, 'wx');
-  let finished = false;
-  try {
+  const progress = progressBar(request.progress, { rate: false });
+  const decode = (use: (values: Float32Array) => void) => {
     for (let row = first; row < end; row += sliceRows) {
       const count = Math.min(sliceRows, end - row);
-      const values = tensor.dequantizeRows(row, count, buffer.subarray(0, count * rowLength), { backend: request.backend });
-      if (fd === undefined) {
-        accumulate(summary, values);
-      } else {
-        if (!HOST_LITTLE_ENDIAN) throw new Error('--out writes little-endian floats; this host is big-endian');
-        writeSync(fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
-      }
-      if (progress !== undefined) drawProgress(progress, (row + count - first) * rowLength, total);
+      use(tensor.dequantizeRows(row, count, buffer.subarray(0, count * rowLength), { backend: request.backend }));
+      progress.update((row + count - first) * rowLength, total);
     }
     // Pages lost while reading (the file truncated underneath) read as zeros: fail instead.
     g.verify();
-    finished = true;
+  };
+  try {
+    if (request.outPath === undefined) {
+      decode((values) => accumulate(summary, values));
+    } else {
+      if (!HOST_LITTLE_ENDIAN) throw new Error('--out writes little-endian floats; this host is big-endian');
+      // Through a temporary file renamed at the end (output-file.ts): no half file, and the old
+      // contents stay until then.
+      const temp = writeTemporaryWith(request.outPath, (fd) => decode((values) => writeAll(fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength))));
+      commit(temp, request.outPath);
+    }
   } finally {
-    if (fd !== undefined) closeSync(fd);
-    if (temp !== undefined) finishOutput(temp, request.outPath!, finished);
-    if (progress !== undefined) progress.write('\r\x1b[K');
+    progress.end();
   }
   const head = `${printable(tensor.name)}  ${tensor.type}  [${tensor.shape.join(', ')}]  rows ${first}:${end}  ${total} values`;
   if (request.outPath !== undefined) return `${head}\nwrote ${total * 4} bytes of little-endian float32 to ${printable(request.outPath)}\n`;

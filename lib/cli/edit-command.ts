@@ -55,7 +55,7 @@ function typedValue(key: string, text: string, type: GgufValueType): GgufWriteVa
   }
 }
 
-export function runEdit(args: readonly string[]): { result: EditResult; changed: number } {
+export function runEdit(args: readonly string[], onProgress?: (done: number, total: number) => void): { result: EditResult; changed: number } {
   const files: string[] = [];
   const sets: Array<[string, string, GgufValueType | undefined]> = [];
   const deletes: string[] = [];
@@ -96,5 +96,5 @@ export function runEdit(args: readonly string[]): { result: EditResult; changed:
     return new Map(sets.map(([key]) => [key, g.metadata.type(key)]));
   })();
   const set = sets.map(([key, text, type]): [string, GgufWriteValue] => [key, typedValue(key, text, type ?? types.get(key) ?? 'STRING')]);
-  return { result: editMetadata(files[0]!, { set, delete: deletes }, { out, inPlace }), changed: sets.length + deletes.length };
+  return { result: editMetadata(files[0]!, { set, delete: deletes }, { out, inPlace, onProgress }), changed: sets.length + deletes.length };
 }

@@ -4,6 +4,7 @@
 // uuids (the tool compares them as sha256, always a mismatch).
 import { readFileSync } from 'node:fs';
 import { openGguf } from '../file/gguf-file.js';
+import { progressBar } from './progress-bar.js';
 import { formatHashLine, HASH_KINDS, hashTensors, type HashKind } from '../hash/tensor-hashes.js';
 
 export class HashUsageError extends Error {}
@@ -85,17 +86,13 @@ export function runHash(args: HashArgs, out: (text: string) => void, progress?: 
   if (args.kinds.size === 0) args.kinds.add('xxh64');
 
   using file = openGguf(args.file, { split: args.mergeParts });
-  const start = performance.now();
-  const lines = hashTensors(file, {
-    kinds: [...args.kinds],
-    layers: args.layers,
-    name: args.file,
-    onProgress: progress && ((done, total) => {
-      if (performance.now() - start < 1000) return;
-      progress.write(`\r[${'#'.repeat(Math.round((done / total) * 30)).padEnd(30, '.')}] ${Math.floor((done / total) * 100)}%`);
-    }),
-  });
-  progress?.write('\r\x1b[K');
+  const bar = progressBar(progress);
+  let lines: ReturnType<typeof hashTensors>;
+  try {
+    lines = hashTensors(file, { kinds: [...args.kinds], layers: args.layers, name: args.file, onProgress: bar.update });
+  } finally {
+    bar.end();
+  }
   if (manifest === undefined) {
     out(lines.map((l) => formatHashLine(l) + '\n').join(''));
     return EXIT_OK;

@@ -2,6 +2,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
+import { swapBlockFields } from '../format/byte-order.js';
 import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
 import { checkBuffer } from '../file/source.js';
 import type { BlockKernel } from './kernel.js';
@@ -163,8 +164,8 @@ function plan(
 /** Which kernel a dequantization of `type` uses: the addon's, WebAssembly or TypeScript (see DequantBackend). */
 function chooseKernel(type: GgmlType, backend: DequantBackend, littleEndian: boolean, fileOffset: number): { name: 'native' | 'wasm' | 'js'; kernel: BlockKernel } {
   if (!BACKENDS.includes(backend)) throw new TypeError(`dequantize: backend is one of ${BACKENDS.join(', ')}, not '${String(backend)}'`);
-  // The native and WebAssembly kernels read little-endian data only (quantized blocks always are).
-  // 'js' touches neither the addon nor the module.
+  // The native kernels read little-endian data only (the file's memory as it is); the others get
+  // big-endian data swapped (below). 'js' touches neither the addon nor the module.
   const nativeable = takesNativeKernel(type, backend, littleEndian);
   if (backend === 'native' && !nativeable) {
     const why = optionalAddon() === undefined ? ` (the native addon is not loaded: ${addonUnavailableReason()})` : littleEndian ? '' : ' in a big-endian file';
@@ -174,13 +175,25 @@ function chooseKernel(type: GgmlType, backend: DequantBackend, littleEndian: boo
   // 'auto' takes the WebAssembly kernels where the addon is not loaded (where it is, they cover
   // no type it lacks: the same C++), so dequantizing never loads the module in a process with the
   // addon (nativeDequantInfo() does, to list its types).
-  const wasmable = (backend === 'wasm' || (backend === 'auto' && optionalAddon() === undefined)) && hasWasmKernel(type, littleEndian);
+  const wasmable = (backend === 'wasm' || (backend === 'auto' && optionalAddon() === undefined)) && hasWasmKernel(type);
   if (backend === 'wasm' && !wasmable) {
     const reason = wasmUnavailableReason();
-    const why = reason !== undefined ? ` (${reason})` : littleEndian ? '' : ' in a big-endian file';
+    const why = reason !== undefined ? ` (${reason})` : '';
     throw new GgufError('NO_WASM_KERNEL', `no WebAssembly kernel for ${type.name}${why}`, fileOffset);
   }
-  return wasmable ? { name: 'wasm', kernel: wasmKernelFor(type) } : { name: 'js', kernel: TS_KERNELS[type.name]! };
+  const chosen = wasmable ? { name: 'wasm' as const, kernel: wasmKernelFor(type) } : { name: 'js' as const, kernel: TS_KERNELS[type.name]! };
+  // The kernels read little-endian blocks (the TypeScript ones plain elements in either order): a
+  // big-endian file's data is swapped into a copy first.
+  return littleEndian || (chosen.name === 'js' && !type.quantized) ? chosen : { name: chosen.name, kernel: swappedFirst(type, chosen.kernel) };
+}
+
+/** `kernel` run on a little-endian copy of big-endian blocks. */
+function swappedFirst(type: GgmlType, kernel: BlockKernel): BlockKernel {
+  return (src, nblocks, out, at) => {
+    const copy = src.slice(0, nblocks * type.typeSize);
+    swapBlockFields(type, copy);
+    kernel(copy, nblocks, out, at, true);
+  };
 }
 
 /**
@@ -204,9 +217,9 @@ function wasmKernelFor(type: GgmlType): BlockKernel {
   return kernel;
 }
 
-/** The WebAssembly module has a kernel for the type, and the data is what it reads (as hasNativeKernel). */
-function hasWasmKernel(type: GgmlType, littleEndian: boolean): boolean {
-  return (littleEndian || type.quantized) && wasmTypeIds().has(type.id);
+/** The WebAssembly module has a kernel for the type (big-endian data reaches it swapped, see chooseKernel). */
+function hasWasmKernel(type: GgmlType): boolean {
+  return wasmTypeIds().has(type.id);
 }
 
 /**
@@ -242,16 +255,16 @@ export function dequantizeAt(
 
 /**
  * Whether the native kernels decode this type (the addon loaded, a kernel for the type, backend
- * 'auto' or 'native', and little-endian data or quantized blocks). False for an invalid backend:
+ * 'auto' or 'native', and little-endian data). False for an invalid backend:
  * chooseKernel (or a caller's fallback through it) reports that.
  */
 export function takesNativeKernel(type: GgmlType, backend: DequantBackend | undefined, littleEndian: boolean): boolean {
   return (backend === undefined || backend === 'auto' || backend === 'native') && hasNativeKernel(type, littleEndian);
 }
 
-/** The addon has a kernel for the type, and the data is what it reads (native kernels read little-endian; quantized blocks always are). */
+/** The addon has a kernel for the type, and the data is what it reads: little-endian (it works on the file's memory, where nothing is swapped). */
 function hasNativeKernel(type: GgmlType, littleEndian: boolean): boolean {
-  return (littleEndian || type.quantized) && nativeTypeIds().has(type.id);
+  return littleEndian && nativeTypeIds().has(type.id);
 }
 
 /** Rows of a tensor in memory JS holds (`tensorBytes`) into `out`; see Addon.gatherRows. */

@@ -2,8 +2,9 @@
  * A TypeScript dequantizer: decodes `nblocks` blocks from `src` (which starts at the first block)
  * into `out` from index `at`. Formulas follow ggml's scalar reference (`dequantize_row_*` in
  * ggml-quants.c); every product there is exact in float32, so evaluating in doubles and storing
- * into a Float32Array gives ggml's bits. Quantized blocks are little-endian in every file;
- * `littleEndian` (default true) is the byte order of plain element types (F16, F32, I16, ...).
+ * into a Float32Array gives ggml's bits. Quantized kernels read little-endian blocks (a big-endian
+ * file's are swapped into a copy first, in dequantize.ts); `littleEndian` (default true) is the
+ * byte order of plain element types (F16, F32, I16, ...).
  */
 export type BlockKernel = (src: Uint8Array, nblocks: number, out: Float32Array, at: number, littleEndian?: boolean) => void;
 

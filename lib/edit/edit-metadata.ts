@@ -1,14 +1,13 @@
 // Editing a model's metadata without touching its tensor data: in place when the new header ends
 // where the data section already starts (same-size values always; anything else the padding
 // allows), else a new file: the new header, then the data section copied as it is.
-import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, realpathSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, realpathSync, statSync, writeSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
 import { alignUp, parseLayout } from '../format/parse.js';
 import { encodeGguf, type GgufWriteValue } from '../format/writer.js';
 import { encodeHeader, headerLength, kvBytesOf, setKvInPlace, tensorInfoBytesOf, type KvBytes } from './gguf-header.js';
-import { optionalAddon } from '../native.js';
-import { commit, refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
+import { commit, copyRange, refuseInputAsOutput, refuseMappedHere, writeAll, writeTemporaryWith } from './output-file.js';
 
 export interface MetadataEdit {
   /** Keys to set: a value with its type (a key that exists keeps its place). */
@@ -22,6 +21,8 @@ export interface EditOptions {
   out?: string;
   /** Replace `input` with a rewritten copy when the new header does not fit in place. */
   inPlace?: boolean;
+  /** Called with bytes written so far and in all, while a new file is written. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 export interface EditResult {
@@ -43,7 +44,8 @@ function encodeKv(key: string, value: GgufWriteValue): KvBytes {
  * Applies `edit` to the metadata of the GGUF v3 file at `input` (part 1 holds a split model's).
  * In place when the new header ends where the data section starts: the file is checked first and
  * the header written once, then synced. Otherwise, with `out`, a new file; with `inPlace`, a
- * rewritten copy renamed over `input`; with neither, a TypeError saying so. Tensor data stays
+ * rewritten copy renamed over `input`; with neither, a TypeError saying so. The input is never
+ * written while this thread has it open in mmap mode (CANNOT_REWRITE: close it first). Tensor data stays
  * byte for byte; the alignment is kept.
  */
 export function editMetadata(input: string, edit: MetadataEdit, options: EditOptions = {}): EditResult {
@@ -72,15 +74,18 @@ export function editMetadata(input: string, edit: MetadataEdit, options: EditOpt
   const fits = alignUp(headerLength(kvs, infos), layout.alignment) === layout.dataOffset;
   if (options.out !== undefined) {
     refuseInputAsOutput([input], options.out);
-    return rewrite(input, options.out, header, layout.dataOffset, built.fileSize);
+    return rewrite(input, options.out, header, layout.dataOffset, built.fileSize, options.onProgress);
   }
+  // Editing the input itself: not while this thread maps it (its open file would read the new
+  // header's bytes at the old offsets).
+  refuseMappedHere(input);
   if (fits) return overwriteHeader(input, header, layout.fileSize);
   if (!options.inPlace) {
     throw new TypeError(`editMetadata: the new header (${header.length} bytes) does not fit before the data section (byte ${layout.dataOffset}): give an output file (--out) or ask to replace the input (--in-place)`);
   }
   // Through a symbolic link, the file it names is replaced, not the link.
   const real = realpathSync(input);
-  return rewrite(real, real, header, layout.dataOffset, built.fileSize);
+  return rewrite(real, real, header, layout.dataOffset, built.fileSize, options.onProgress);
 }
 
 /** The header written over the old one: the same length, so the data section stays where it is. */
@@ -98,43 +103,22 @@ function overwriteHeader(path: string, header: Uint8Array, size: number): EditRe
 }
 
 /**
- * A new file: `header`, then the data section of `input` from `dataOffset`: copied inside the
- * kernel (copy_file_range: a reflink or kept holes where the filesystem does that), else read and
- * written in slices.
+ * A new file: `header`, then the data section of `input` from `dataOffset`, copied by copyRange
+ * (inside the kernel where it can).
  */
-function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number): EditResult {
+function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number, onProgress?: EditOptions['onProgress']): EditResult {
   // A file without tensors may end before its aligned data offset: no data to copy then.
   const dataLength = Math.max(0, size - dataOffset);
-  const end = dataOffset + dataLength;
+  const total = header.length + dataLength;
   const fd = openSync(input, 'r');
   let temp: string;
   try {
     temp = writeTemporaryWith(output, (out) => {
       writeAll(out, header);
-      let at = dataOffset;
-      const kernel = optionalAddon();
-      if (kernel !== undefined && dataLength > 0) {
-        try {
-          while (at < end) {
-            const n = kernel.copyFileRange(fd, at, out, header.length + (at - dataOffset), end - at);
-            if (n === 0) break;
-            at += n;
-          }
-        } catch (error) {
-          // Not here (ENOSYS), or not between these files (EXDEV, EINVAL): through memory instead.
-          if (!['ENOSYS', 'EXDEV', 'EINVAL', 'EOPNOTSUPP', 'ENOTSUP'].includes((error as { code?: string }).code ?? '')) throw error;
-        }
-      }
-      const slice = new Uint8Array(8 << 20);
-      while (at < end) {
-        const n = readSync(fd, slice, 0, Math.min(slice.length, end - at), at);
-        if (n === 0) break;
-        writeAll(out, slice.subarray(0, n), header.length + (at - dataOffset));
-        at += n;
-      }
-      if (at < end) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at} while it was being copied`, at);
+      let done = header.length;
+      copyRange(fd, dataOffset, out, header.length, dataLength, input, (n) => onProgress?.((done += n), total));
       // The input's holes skipped by the kernel copy stay holes: the length makes them.
-      ftruncateSync(out, header.length + dataLength);
+      ftruncateSync(out, total);
       // Replacing the input: the replacement keeps its permissions.
       if (output === input) fchmodSync(out, fstatSync(fd).mode & 0o7777);
     });
@@ -142,5 +126,5 @@ function rewrite(input: string, output: string, header: Uint8Array, dataOffset: 
     closeSync(fd);
   }
   commit(temp, output);
-  return { path: output, inPlace: false, written: header.length + dataLength };
+  return { path: output, inPlace: false, written: total };
 }

@@ -1,9 +1,12 @@
 // Writing a model file the tools make: never onto a file being read, into a temporary file beside
 // the output (made exclusively), synced, then renamed over it; nothing half-written is left on a
-// failure (ENOSPC included).
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+// failure (ENOSPC included), and what a killed writer left is removed by the next one.
+import { closeSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { GgufError } from '../errors.js';
+import { isMappedHere } from '../file/source.js';
+import { optionalAddon } from '../native.js';
 
 /** The one of `inputs` that `output` is (same device and inode: through a link too), if any. */
 export function inputNamedBy(inputs: readonly string[], output: string): string | undefined {
@@ -23,9 +26,44 @@ export function refuseInputAsOutput(inputs: readonly string[], output: string): 
   }
 }
 
-/** Writes `pieces` in order to `path` (through a temporary file renamed at the end). */
-export function writeWhole(path: string, pieces: Iterable<Uint8Array>): void {
-  commit(writeTemporary(path, pieces), path);
+/** Refuses to write over `path` while this thread maps it (the open file would read the new bytes at its old offsets). */
+export function refuseMappedHere(path: string): void {
+  if (isMappedHere(path)) throw new GgufError('CANNOT_REWRITE', `${path} is open (mapped) in this process: close it before editing it in place`, 0);
+}
+
+// Errors of copy_file_range that mean "not here" or "not between these files": copied through memory.
+const NO_KERNEL_COPY = new Set(['ENOSYS', 'EXDEV', 'EINVAL', 'EOPNOTSUPP', 'ENOTSUP']);
+
+/**
+ * Copies `length` bytes at `from` in `inFd` to `to` in `outFd`: inside the kernel where it can
+ * (copy_file_range: a reflink, or holes kept, where the filesystem does that), else read and
+ * written in slices. `onBytes` hears of each piece done; a file that ends early is FILE_CHANGED.
+ */
+export function copyRange(inFd: number, from: number, outFd: number, to: number, length: number, input: string, onBytes?: (n: number) => void): void {
+  let done = 0;
+  const kernel = optionalAddon();
+  if (kernel !== undefined && length > 0) {
+    try {
+      while (done < length) {
+        // Pieces of at most 64 MiB, so progress moves.
+        const n = kernel.copyFileRange(inFd, from + done, outFd, to + done, Math.min(length - done, 64 << 20));
+        if (n === 0) break;
+        done += n;
+        onBytes?.(n);
+      }
+    } catch (error) {
+      if (!NO_KERNEL_COPY.has((error as { code?: string }).code ?? '')) throw error;
+    }
+  }
+  const slice = new Uint8Array(Math.min(8 << 20, Math.max(0, length - done)));
+  while (done < length) {
+    const n = readSync(inFd, slice, 0, Math.min(slice.length, length - done), from + done);
+    if (n === 0) break;
+    writeAll(outFd, slice.subarray(0, n), to + done);
+    done += n;
+    onBytes?.(n);
+  }
+  if (done < length) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${from + done} while it was being copied`, from + done);
 }
 
 /** Renames `temp` to `path`; a rename that fails removes `temp` (nothing stays behind). */
@@ -38,17 +76,6 @@ export function commit(temp: string, path: string): void {
   }
 }
 
-/**
- * Writes `pieces` in order, synced, to a new temporary file beside `path`, and returns its name
- * (for several outputs renamed together: a split set appears whole or not at all). On a failure
- * the temporary file is removed.
- */
-export function writeTemporary(path: string, pieces: Iterable<Uint8Array>): string {
-  return writeTemporaryWith(path, (fd) => {
-    for (const piece of pieces) writeAll(fd, piece);
-  });
-}
-
 /** Writes all of `bytes` at the descriptor's position, or at `position` when given. */
 export function writeAll(fd: number, bytes: Uint8Array, position?: number): void {
   for (let done = 0; done < bytes.length; ) {
@@ -56,9 +83,14 @@ export function writeAll(fd: number, bytes: Uint8Array, position?: number): void
   }
 }
 
-/** As writeTemporary, the contents written by `write(fd)`. */
+/**
+ * Writes a new temporary file beside `path` with `write(fd)`, synced, and returns its name (for
+ * several outputs renamed together: a split set appears whole or not at all). On a failure the
+ * temporary file is removed.
+ */
 export function writeTemporaryWith(path: string, write: (fd: number) => void): string {
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  removeStaleTemporaries(path);
+  const temp = join(dirname(path), `${temporaryPrefix(path)}${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx');
   try {
     write(fd);
@@ -73,5 +105,38 @@ export function writeTemporaryWith(path: string, write: (fd: number) => void): s
     }
     rmSync(temp, { force: true });
     throw error;
+  }
+}
+
+function temporaryPrefix(path: string): string {
+  return `.${basename(path)}.`;
+}
+
+/**
+ * Removes the temporary files of `path` left by a writer that was killed (its process gone):
+ * the name carries the writer's pid. Those of a live process (another writer) stay.
+ */
+function removeStaleTemporaries(path: string): void {
+  const prefix = temporaryPrefix(path);
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return; // the directory's own error comes with the write
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
+    const m = /^(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length));
+    if (m === null || processAlive(Number(m[1]))) continue;
+    rmSync(join(dirname(path), name), { force: true });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -7,8 +7,8 @@ import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { splitPartName } from '../format/write-split.js';
 import { alignUp } from '../format/parse.js';
 import { encodeHeader, kvBytesOf, scalarKv, setKv, type KvBytes, type TensorInfo } from './gguf-header.js';
-import { existsSync, renameSync, rmSync } from 'node:fs';
-import { refuseInputAsOutput, writeTemporary, writeWhole } from './output-file.js';
+import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
+import { commit, copyRange, refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
 
 // llama-gguf-split pads every tensor to GGUF_DEFAULT_ALIGNMENT, whatever general.alignment says.
 const PAD = 32;
@@ -20,6 +20,8 @@ export interface SplitModelOptions {
   maxBytes?: number;
   /** Part 1 holds the metadata only (--no-tensor-first-split). */
   noTensorsInFirst?: boolean;
+  /** Called with bytes of tensor data copied so far and in all. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 interface Piece {
@@ -37,13 +39,40 @@ function tensorInfos(file: GgufFile, indices: readonly number[]): TensorInfo[] {
   });
 }
 
-function* dataOf(pieces: readonly Piece[]): Generator<Uint8Array> {
-  for (const { file, index } of pieces) {
-    const t = file.tensors[index]!;
-    yield* t.byteSlices();
-    const pad = alignUp(t.nbytes, PAD) - t.nbytes;
-    if (pad > 0) yield new Uint8Array(pad);
+/**
+ * The part file at `path` (a temporary beside it, returned): `header`, then each piece's bytes
+ * copied from its file (inside the kernel where it can), padded to 32 with zeros.
+ */
+function writePart(path: string, header: Uint8Array, pieces: readonly Piece[], progress: Progress): string {
+  const fds = new Map<string, number>();
+  try {
+    return writeTemporaryWith(path, (out) => {
+      writeAll(out, header, 0);
+      let at = header.length;
+      for (const { file, index } of pieces) {
+        const t = file.tensors[index]!;
+        const input = file.parts[t.part]!.path!;
+        let fd = fds.get(input);
+        if (fd === undefined) fds.set(input, (fd = openSync(input, 'r')));
+        copyRange(fd, t.fileOffset, out, at, t.nbytes, input, progress.add);
+        const padded = alignUp(t.nbytes, PAD);
+        if (padded > t.nbytes) writeAll(out, new Uint8Array(padded - t.nbytes), at + t.nbytes);
+        at += padded;
+      }
+    });
+  } finally {
+    for (const fd of fds.values()) closeSync(fd);
   }
+}
+
+/** Bytes of tensor data copied so far, reported to `onProgress` against `total`. */
+interface Progress {
+  readonly add: (n: number) => void;
+}
+
+function progressOf(total: number, onProgress: ((done: number, total: number) => void) | undefined): Progress {
+  let done = 0;
+  return { add: (n) => onProgress?.((done += n), total) };
 }
 
 // llama-gguf-split pads tensors to 32 whatever the file says, and writes no general.alignment in
@@ -53,17 +82,12 @@ function refuseOtherAlignment(alignment: number, path: string): void {
   if (alignment !== PAD) throw new GgufError('CANNOT_REWRITE', `${path} has alignment ${alignment}; split and merge write llama-gguf-split's layout, which is 32`, 0);
 }
 
-function* withHeader(header: Uint8Array, pieces: readonly Piece[]): Generator<Uint8Array> {
-  yield header;
-  yield* dataOf(pieces);
-}
-
 /** Splits the model at `input` into `PREFIX-0000K-of-0000N.gguf`; returns the parts' paths. */
 export function splitModel(input: string, prefix: string, options: SplitModelOptions): string[] {
   const { maxTensors, maxBytes } = options;
   if ((maxTensors === undefined) === (maxBytes === undefined)) throw new TypeError('splitModel: one of maxTensors and maxBytes');
   if (!((maxTensors ?? maxBytes)! >= 1)) throw new RangeError('splitModel: the limit is at least 1');
-  using file = openGguf(input, { split: false });
+  using file = openGguf(input, { split: false, mode: 'read' });
   const { source, layout } = file.partLayouts()[0]!;
   refuseOtherAlignment(layout.alignment, input);
   const modelKvs = kvBytesOf(source, layout);
@@ -82,6 +106,7 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
     bytes += size;
   });
   const count = groups.length;
+  const progress = progressOf(file.tensors.reduce((n, t) => n + t.nbytes, 0), options.onProgress);
   const paths = groups.map((_, no) => splitPartName(prefix, no + 1, count));
   for (const path of paths) refuseInputAsOutput([input], path);
   const written: string[] = [];
@@ -93,7 +118,7 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
       setKv(kvs, scalarKv('split.tensors.count', 'INT32', file.tensorCount));
       setKv(kvs, scalarKv('split.count', 'UINT16', count));
       const header = encodeHeader(kvs, tensorInfos(file, group), layout.alignment);
-      written.push(writeTemporary(paths[no]!, withHeader(header, group.map((index) => ({ file, index })))));
+      written.push(writePart(paths[no]!, header, group.map((index) => ({ file, index })), progress));
     });
   } catch (error) {
     for (const temp of written) rmSync(temp, { force: true });
@@ -118,8 +143,8 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
  * 1's keys (split.count set to 0, so the result is not taken for a part), every part's tensors in
  * order, their data joined. The data section is the unsplit model's.
  */
-export function mergeModel(part: string, output: string): void {
-  using model = openGguf(part);
+export function mergeModel(part: string, output: string, options: { onProgress?: (done: number, total: number) => void } = {}): void {
+  using model = openGguf(part, { mode: 'read' });
   const parts = model.partLayouts();
   if (parts.length < 2) throw new GgufError('CANNOT_REWRITE', `${part} is not a part of a split model (no split.count above 1)`, 0);
   refuseInputAsOutput(parts.map((p) => p.path!), output);
@@ -129,5 +154,6 @@ export function mergeModel(part: string, output: string): void {
   setKv(kvs, scalarKv('split.count', 'UINT16', 0));
   const all = model.tensors.map((_, index) => index);
   const header = encodeHeader(kvs, tensorInfos(model, all), parts[0]!.layout.alignment);
-  writeWhole(output, withHeader(header, all.map((index) => ({ file: model, index }))));
+  const progress = progressOf(model.tensors.reduce((n, t) => n + t.nbytes, 0), options.onProgress);
+  commit(writePart(output, header, all.map((index) => ({ file: model, index })), progress), output);
 }

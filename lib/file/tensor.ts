@@ -190,7 +190,7 @@ export class GgufTensor {
 
   /** Block `index` of a Q4_K or Q6_K tensor, its fields viewing the file's bytes. */
   block(index: number): GgufBlock {
-    return blockAt(this.type, this.bytes, index, this.fileOffset);
+    return blockAt(this.type, this.bytes, index, this.fileOffset, this.littleEndian);
   }
 
   /** Block `index` of a Q4_K tensor, typed (UNSUPPORTED_BLOCK_TYPE for another type). */
@@ -205,7 +205,7 @@ export class GgufTensor {
 
   private typedBlock(type: 'Q4_K' | 'Q6_K', index: number): GgufBlock {
     if (this.type !== type) throw new GgufError('UNSUPPORTED_BLOCK_TYPE', `tensor '${this.name}' is ${this.type}, not ${type}`, this.fileOffset);
-    return blockAt(type, this.bytes, index, this.fileOffset);
+    return blockAt(type, this.bytes, index, this.fileOffset, this.littleEndian);
   }
 
   /** Elements per row: ne[0]. */

@@ -150,7 +150,9 @@ describe('dequantize(type, bytes, out?)', () => {
     expectGgufError(() => dequantize('Q4_K', new Uint8Array(144), new Float32Array(255)), 'OUTPUT_TOO_SMALL');
     expectGgufError(() => dequantize('F64', new Uint8Array(8), undefined, { backend: 'native' }), 'NO_NATIVE_KERNEL');
     expectGgufError(() => dequantize('F64', new Uint8Array(8), undefined, { backend: 'wasm' }), 'NO_WASM_KERNEL');
-    expectGgufError(() => dequantize('F16', new Uint8Array(8), undefined, { backend: 'wasm', littleEndian: false }), 'NO_WASM_KERNEL');
+    // Big-endian data: never the native kernels (they read the bytes as they are); the others swap a copy.
+    expectGgufError(() => dequantize('Q8_0', new Uint8Array(34), undefined, { backend: 'native', littleEndian: false }), 'NO_NATIVE_KERNEL');
+    expect([...dequantize('F16', new Uint8Array([0x3c, 0, 0xc0, 0]), undefined, { backend: 'wasm', littleEndian: false })]).toEqual([1, -2]);
   });
 
   it('dequantKernelFor tells which kernel a call would use', () => {

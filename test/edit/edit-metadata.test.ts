@@ -1,7 +1,8 @@
 // Metadata edits: read back by our reader, and the file compared byte for byte outside the header.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, copyFileSync, lstatSync, openSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { editMetadata, hashTensors, openGguf, writeGgufFile } from '../../lib/index.js';
 import { posixOnly, WINDOWS } from '../helpers/platform.js';
@@ -168,6 +169,73 @@ describe.skipIf(process.platform !== 'linux' || optionalAddon() === undefined)('
     } finally {
       closeSync(fd);
       closeSync(out);
+    }
+  });
+});
+
+describe('rewriting a file this process has open, faults, and what a killed writer leaves', () => {
+  it('editing the input in place while this thread maps it is CANNOT_REWRITE (the open file would read the new header at the old offsets); after close() it works; --out is fine', () => {
+    const path = model('open.gguf');
+    const before = readFileSync(path);
+    const open = openGguf(path, { mode: 'mmap' });
+    try {
+      expect(() => editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 23 }]] })).toThrow(expect.objectContaining({ code: 'CANNOT_REWRITE' }));
+      expect(() => editMetadata(path, { set: [['tokenizer.chat_template', { type: 'STRING', value: 'x'.repeat(4000) }]] }, { inPlace: true })).toThrow(/mapped\) in this process/);
+      expect(readFileSync(path).equals(before)).toBe(true);
+      const out = join(dir, 'open-copy.gguf');
+      expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 23 }]] }, { out }).inPlace).toBe(false);
+      expect(open.metadata.get('llama.block_count')).toBe(22);
+    } finally {
+      open.close();
+    }
+    expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 23 }]] }).inPlace).toBe(true);
+    // A file opened in read mode holds no mapping: nothing refuses it.
+    using read = openGguf(path, { mode: 'read' });
+    expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 24 }]] }).inPlace).toBe(true);
+  });
+
+  it.skipIf(WINDOWS)(posixOnly('a file size limit (EFBIG) part way through: edit --out and convert-endian leave no output and the input intact', 'no ulimit'), () => {
+    const input = join(dir, 'big-input.gguf');
+    writeGgufFile(input, { tensors: [{ name: 'w', type: 'F32', shape: [100_000], data: randomBytes(400_000, 9) }] });
+    const before = readFileSync(input);
+    for (const args of [['edit', input, '--set', 'x=y', '--out', join(dir, 'limited-edit.gguf')], ['convert-endian', input, '--to', 'big', '--out', join(dir, 'limited-be.gguf')]]) {
+      const r = spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 300; exec "$0" "$@"`, process.execPath, CLI, ...args], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/EFBIG/);
+    }
+    expect(readdirSync(dir).filter((f) => f.startsWith('limited-') || f.endsWith('.tmp'))).toEqual([]);
+    expect(readFileSync(input).equals(before)).toBe(true);
+  });
+
+  it.skipIf(WINDOWS)(posixOnly('a writer killed mid-write (SIGKILL after the header, and again just before the rename) leaves the input intact and no output; the next run removes what it left', 'no /proc'), () => {
+    const input = join(dir, 'killed.gguf');
+    writeGgufFile(input, { tensors: [0, 1, 2].map((i) => ({ name: `t${i}`, type: 'F32', shape: [50_000], data: randomBytes(200_000, i + 20) })) });
+    const before = readFileSync(input);
+    for (const [i, fn] of ['writeSync', 'fsyncSync'].entries()) {
+      // The hook kills the process at its first call of fn on a temporary file.
+      const hook = join(dir, `kill-at-${fn}.mjs`);
+      writeFileSync(
+        hook,
+        `import fs from 'node:fs'; import { syncBuiltinESMExports } from 'node:module';
+         const real = fs.${fn};
+         fs.${fn} = function (fd, ...rest) {
+           if (fs.readlinkSync('/proc/self/fd/' + fd).endsWith('.tmp')) process.kill(process.pid, 'SIGKILL');
+           return real.call(this, fd, ...rest);
+         };
+         syncBuiltinESMExports();`,
+      );
+      const out = join(dir, `killed-out-${i}.gguf`);
+      const r = spawnSync(process.execPath, ['--import', pathToFileURL(hook).href, CLI, 'edit', input, '--set', 'general.name=renamed', '--out', out], { encoding: 'utf8' });
+      expect(r.signal, r.stderr).toBe('SIGKILL');
+      expect(existsSync(out)).toBe(false);
+      expect(readFileSync(input).equals(before)).toBe(true);
+      const left = readdirSync(dir).filter((f) => f.startsWith(`.killed-out-${i}.gguf.`) && f.endsWith('.tmp'));
+      expect(left).toHaveLength(1);
+      // The next writer of that output removes the dead writer's temporary file, and finishes.
+      expect(cli(input, '--set', 'general.name=renamed', '--out', out).status).toBe(0);
+      expect(readdirSync(dir).filter((f) => f.startsWith(`.killed-out-${i}.gguf.`))).toEqual([]);
+      using g = openGguf(out);
+      expect(g.metadata.get('general.name')).toBe('renamed');
     }
   });
 });
