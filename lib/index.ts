@@ -31,6 +31,7 @@ export { pullModel, type PullOptions, type PulledModel } from './cache/pull.js';
 export { hubCacheDir, listCache, type CachedRepo } from './cache/hf-cache.js';
 export { modelForTests, type TestModel, type TestModelOptions } from './testing/model-for-tests.js';
 export { hashTensors, formatHashLine, HASH_KINDS, type HashKind, type HashLine, type HashOptions } from './hash/tensor-hashes.js';
+export { hashTensorsAsync, type ParallelHashOptions } from './hash/parallel-hash.js';
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';

@@ -307,7 +307,10 @@ function withProgressBar<T>(work: (bar: ProgressBar) => T): T {
 /** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */
 function hash(args: string[]): number {
   const parsed = asUsage(() => parseHashArgs(args), HashUsageError);
-  return runHash(parsed, (text) => process.stdout.write(text), process.stderr.isTTY ? process.stderr : undefined);
+  runHash(parsed, (text) => process.stdout.write(text), process.stderr.isTTY ? process.stderr : undefined)
+    .then((status) => void (process.exitCode = status))
+    .catch(report);
+  return 0;
 }
 
 const BACKENDS: readonly DequantBackend[] = ['auto', 'native', 'wasm', 'js'];

@@ -5,7 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { openGguf } from '../file/gguf-file.js';
 import { progressBar } from './progress-bar.js';
-import { formatHashLine, HASH_KINDS, hashTensors, type HashKind } from '../hash/tensor-hashes.js';
+import { hashTensorsAsync } from '../hash/parallel-hash.js';
+import { formatHashLine, HASH_KINDS, type HashKind, type HashLine } from '../hash/tensor-hashes.js';
 
 export class HashUsageError extends Error {}
 
@@ -67,7 +68,7 @@ function readManifest(path: string): { entries: Map<string, string>; kinds: Hash
 }
 
 /** Runs `hash`; returns the exit status. Output goes to `out`; progress to `progress` (a terminal). */
-export function runHash(args: HashArgs, out: (text: string) => void, progress?: NodeJS.WriteStream): number {
+export async function runHash(args: HashArgs, out: (text: string) => void, progress?: NodeJS.WriteStream): Promise<number> {
   let manifest: ReturnType<typeof readManifest>;
   if (args.manifest !== undefined) {
     manifest = readManifest(args.manifest);
@@ -87,9 +88,10 @@ export function runHash(args: HashArgs, out: (text: string) => void, progress?: 
 
   using file = openGguf(args.file, { split: args.mergeParts });
   const bar = progressBar(progress);
-  let lines: ReturnType<typeof hashTensors>;
+  let lines: HashLine[];
   try {
-    lines = hashTensors(file, { kinds: [...args.kinds], layers: args.layers, name: args.file, onProgress: bar.update });
+    // Per-tensor lines on worker threads while this thread hashes the model's (parallel-hash.ts).
+    lines = await hashTensorsAsync(file, { kinds: [...args.kinds], layers: args.layers, name: args.file, onProgress: bar.update });
   } finally {
     bar.end();
   }

@@ -68,21 +68,50 @@ function uuidHasher(): Hasher {
  * Pages lost while reading are FILE_CHANGED.
  */
 export function hashTensors(file: GgufFile, options: HashOptions = {}): HashLine[] {
-  const kinds = HASH_KINDS.filter((k) => (options.kinds ?? ['xxh64']).includes(k));
-  const layers = options.layers ?? true;
-  const name = options.name ?? file.parts[0]?.path ?? '(memory)';
-  const perModel = kinds.map((kind) => ({ kind, state: kind === 'uuid' ? uuidHasher() : hasher(kind) }));
-  const perTensorKinds = layers ? kinds.filter((k): k is Exclude<HashKind, 'uuid'> => k !== 'uuid') : [];
-  const total = file.tensors.reduce((n, t) => n + t.nbytes, 0);
+  const { kinds, layers, name } = resolved(file, options);
+  return hashPass(file, kinds, name, layers ? tensorKinds(kinds) : [], true, options.onProgress);
+}
+
+/** The options with their defaults: kinds in the tool's order. @internal */
+export function resolved(file: GgufFile, options: HashOptions): { kinds: HashKind[]; layers: boolean; name: string } {
+  return {
+    kinds: HASH_KINDS.filter((k) => (options.kinds ?? ['xxh64']).includes(k)),
+    layers: options.layers ?? true,
+    name: options.name ?? file.parts[0]?.path ?? '(memory)',
+  };
+}
+
+/** The kinds that have per-tensor lines (uuid has a model line only). @internal */
+export function tensorKinds(kinds: readonly HashKind[]): Array<Exclude<HashKind, 'uuid'>> {
+  return kinds.filter((k): k is Exclude<HashKind, 'uuid'> => k !== 'uuid');
+}
+
+/**
+ * One pass over the bytes of tensors [first, end): their lines for `perTensor` kinds, and with
+ * `model` the model's lines for `kinds` (over every tensor: first 0, end all). @internal
+ */
+export function hashPass(
+  file: GgufFile,
+  kinds: readonly HashKind[],
+  name: string,
+  perTensor: ReadonlyArray<Exclude<HashKind, 'uuid'>>,
+  model: boolean,
+  onProgress?: (done: number, total: number) => void,
+  first = 0,
+  end = file.tensors.length,
+): HashLine[] {
+  const perModel = model ? kinds.map((kind) => ({ kind, state: kind === 'uuid' ? uuidHasher() : hasher(kind) })) : [];
+  const tensors = file.tensors.slice(first, end);
+  const total = tensors.reduce((n, t) => n + t.nbytes, 0);
   const lines: HashLine[] = [];
   let done = 0;
-  for (const tensor of file.tensors) {
-    const states = perTensorKinds.map((kind) => ({ kind, state: hasher(kind) }));
+  for (const tensor of tensors) {
+    const states = perTensor.map((kind) => ({ kind, state: hasher(kind) }));
     for (const bytes of tensor.byteSlices()) {
       for (const { state } of states) state.update(bytes);
       for (const { state } of perModel) state.update(bytes);
       done += bytes.length;
-      options.onProgress?.(done, total);
+      onProgress?.(done, total);
     }
     for (const { kind, state } of states) lines.push({ kind, digest: state.digest(), name: `${name}:${tensor.name}` });
   }

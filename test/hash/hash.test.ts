@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { hashTensors, openGguf, writeGgufFile, writeGgufSplit } from '../../lib/index.js';
 import { createXxh64, ScriptXxh64 } from '../../lib/hash/xxh64.js';
@@ -128,6 +129,26 @@ describe('hashes of tensor data', () => {
     expect(cli(dir, '--check', manifest, '--all', '--uuid', 'b.gguf').status).toBe(0);
     const merged = cli(dir, '--merge-parts', basename(parts[0]!));
     expect(merged.stdout.split('\n').map((l) => l.split('  ')[1])).toEqual(cli(dir, 'a.gguf').stdout.split('\n').map((l) => l.split('  ')[1]));
+  });
+
+  it('hashTensorsAsync (the built package, where its worker script is) gives hashTensors\' lines with 0 to 5 worker threads, for a file, a split set whole, and read mode; a part replaced meanwhile is FILE_CHANGED', async () => {
+    const built = (await import(pathToFileURL(join(import.meta.dirname, '../../dist/lib/index.js')).href)) as typeof import('../../lib/index.js');
+    const a = join(dir, 'async.gguf');
+    writeGgufFile(a, spec('async'));
+    const parts = writeGgufSplit(join(dir, 'async-set'), spec('set'), { maxTensors: 1 });
+    const kinds = ['xxh64', 'sha1', 'sha256', 'uuid'] as const;
+    for (const [path, split, mode] of [[a, false, 'mmap'], [parts[2]!, true, 'mmap'], [a, false, 'read']] as const) {
+      using g = built.openGguf(path, { split, mode });
+      const want = built.hashTensors(g, { kinds, name: 'm' });
+      expect(want.length).toBe(4 * 3 + 4);
+      for (const threads of [0, 1, 2, 3, 5]) expect(await built.hashTensorsAsync(g, { kinds, name: 'm', threads }), `${path} ${threads}`).toEqual(want);
+      expect(await built.hashTensorsAsync(g, { kinds, name: 'm', layers: false })).toEqual(want.slice(-4));
+    }
+    const changing = join(dir, 'changing.gguf');
+    writeGgufFile(changing, spec('changing'));
+    using g = built.openGguf(changing, { mode: 'read' });
+    writeGgufFile(changing, spec('x'.repeat(500))); // 500 bytes more before the data
+    await expect(built.hashTensorsAsync(g, { threads: 1 })).rejects.toMatchObject({ code: 'FILE_CHANGED' });
   });
 
   it('XXH64: the addon and the TypeScript one agree on every length and split point; the empty input is ef46db3751d8e999', () => {
