@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { editMetadata } from '../lib/index.js';
+import { convertEndian, editMetadata, mergeModel, splitModel } from '../lib/index.js';
 import { ensureTinyllamaShaped } from '../scripts/tinyllama-shape.js';
 import { median } from './stats.js';
 
@@ -42,6 +42,23 @@ function main(): void {
   copyFileSync(input, out);
   const inPlace = median(Array.from({ length: RUNS }, () => timed(() => editMetadata(out, { set: [['llama.block_count', { type: 'UINT32', value: 23 }]] }))));
   rmSync(out, { force: true });
+  // The rewriting tools on the same data: split in two parts and merge back, and the other byte order.
+  const prefix = join(tmpdir(), 'gguf-mmap-bench-split');
+  let parts: string[] = [];
+  const split = median(Array.from({ length: RUNS }, () => {
+    for (const p of parts) rmSync(p, { force: true });
+    return timed(() => (parts = splitModel(input, prefix, { maxBytes: Math.ceil(size / 2) })));
+  }));
+  const merge = median(Array.from({ length: RUNS }, () => {
+    rmSync(out, { force: true });
+    return timed(() => mergeModel(parts[0]!, out));
+  }));
+  for (const p of parts) rmSync(p, { force: true });
+  const convert = median(Array.from({ length: RUNS }, () => {
+    rmSync(out, { force: true });
+    return timed(() => convertEndian(input, out, 'big'));
+  }));
+  rmSync(out, { force: true });
   console.log(`\nediting metadata of a ${(size / 1e6).toFixed(0)} MB model (in the page cache), median of ${RUNS}`);
   console.log('| what | time |');
   console.log('|---|---:|');
@@ -49,6 +66,9 @@ function main(): void {
   console.log(`| baseline: \`cp\` and \`sync\` of the copy | ${cpSync.toFixed(0)} ms |`);
   console.log(`| gguf-mmap edit --chat-template-file --out (header grows: data copied in the kernel, synced) | ${rewrite.toFixed(0)} ms (${(rewrite / cp).toFixed(2)}x cp, ${(rewrite / cpSync).toFixed(2)}x cp + sync) |`);
   console.log(`| gguf-mmap edit --set llama.block_count (same size: in place) | ${inPlace.toFixed(1)} ms |`);
+  console.log(`| gguf-mmap split --split-max-size (${parts.length} parts, synced) | ${split.toFixed(0)} ms (${(split / cpSync).toFixed(2)}x cp + sync) |`);
+  console.log(`| gguf-mmap merge (synced) | ${merge.toFixed(0)} ms (${(merge / cpSync).toFixed(2)}x cp + sync) |`);
+  console.log(`| gguf-mmap convert-endian --to big (every block swapped in JS, synced) | ${convert.toFixed(0)} ms (${(convert / cpSync).toFixed(2)}x cp + sync) |`);
   console.log('target: the rewrite within 1.2x of cp');
 }
 
