@@ -68,6 +68,8 @@ interface Addon {
   /** XXH64, seed 0 (native/xxh64.cc): update() returns the state, digest() 16 hex digits. */
   Xxh64: new () => { update(bytes: Uint8Array): unknown; digest(): string };
   liveMappings(): number;
+  /** Whether a file open in this process (any thread) is the one with this device and inode (decimal strings). */
+  mapsFile(dev: string, ino: string): boolean;
   evictFile(path: string): void;
   tryLockFile(path: string): number;
   /** copy_file_range: bytes copied inside the kernel, or a Node-style error (ENOSYS: not here). */

@@ -511,6 +511,24 @@ Napi::Value UnlockFileJs(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// mapsFile(dev, ino): whether a file this process has open (any thread) is that file; dev and
+// ino as decimal strings (64-bit, as fs.statSync(path, { bigint: true }) gives them).
+Napi::Value MapsFileJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsString()) throw Napi::TypeError::New(env, "mapsFile(dev, ino): decimal strings");
+  const auto parse = [&](const std::string& text) {
+    uint64_t value = 0;
+    for (char c : text) {
+      const uint64_t digit = static_cast<uint64_t>(c - '0');
+      if (c < '0' || c > '9' || value > (UINT64_MAX - digit) / 10) throw Napi::TypeError::New(env, "mapsFile: dev and ino are 64-bit decimal strings");
+      value = value * 10 + digit;
+    }
+    if (text.empty()) throw Napi::TypeError::New(env, "mapsFile: dev and ino are 64-bit decimal strings");
+    return value;
+  };
+  return Napi::Boolean::New(env, Region::MapsFile(parse(info[0].As<Napi::String>()), parse(info[1].As<Napi::String>())));
+}
+
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
 }
@@ -568,6 +586,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("externalSharedArrayBuffers", Napi::Function::New<ExternalSharedArrayBuffersJs>(env, "externalSharedArrayBuffers"));
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
+  exports.Set("mapsFile", Napi::Function::New<MapsFileJs>(env, "mapsFile"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));

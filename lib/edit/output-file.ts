@@ -5,7 +5,6 @@ import { closeSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSy
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { GgufError } from '../errors.js';
-import { isMappedHere } from '../file/source.js';
 import { optionalAddon } from '../native.js';
 
 /** The one of `inputs` that `output` is (same device and inode: through a link too), if any. */
@@ -26,9 +25,13 @@ export function refuseInputAsOutput(inputs: readonly string[], output: string): 
   }
 }
 
-/** Refuses to write over `path` while this thread maps it (the open file would read the new bytes at its old offsets). */
+/**
+ * Refuses to write over `path` while this process maps it (any thread: an open file would read
+ * the new bytes at its old offsets). The addon's list of open mappings; none without it.
+ */
 export function refuseMappedHere(path: string): void {
-  if (isMappedHere(path)) throw new GgufError('CANNOT_REWRITE', `${path} is open (mapped) in this process: close it before editing it in place`, 0);
+  const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+  if (st !== undefined && optionalAddon()?.mapsFile(String(st.dev), String(st.ino))) throw new GgufError('CANNOT_REWRITE', `${path} is open (mapped) in this process: close it before editing it in place`, 0);
 }
 
 // Errors of copy_file_range that mean "not here" or "not between these files": copied through memory.

@@ -1,5 +1,4 @@
 import { constants as bufferConstants } from 'node:buffer';
-import { statSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { mapFile, type FileIdentity, type NativeMapping } from '../native.js';
 
@@ -107,23 +106,6 @@ const GRID_WINDOW = 32 << 20;
 // Windows of ranges across a window's end kept for reuse, in bytes (the newest is always kept).
 const OWN_WINDOWS_BYTES = 64 << 20;
 
-// Mapped sources of this thread not yet closed (weakly: one let go by the GC has unmapped), so
-// that the rewriting tools can refuse to write over a file this thread still reads.
-const openHere = new Set<WeakRef<MappedSource>>();
-
-/** Whether this thread maps the file at `path` (same device and inode) in an open GgufFile. */
-export function isMappedHere(path: string): boolean {
-  const st = statSync(path, { bigint: true, throwIfNoEntry: false });
-  if (st === undefined) return false;
-  const key = `${st.dev}:${st.ino}`;
-  for (const ref of openHere) {
-    const source = ref.deref();
-    if (source === undefined || source.closed) openHere.delete(ref);
-    else if (source.fileKey === key) return true;
-  }
-  return false;
-}
-
 /**
  * A file mapped by the addon, seen through windows (ArrayBuffers over parts of the mapping) created
  * when first needed: the file cut into windows of `windowSize` bytes, side by side, so that reading
@@ -158,12 +140,6 @@ export class MappedSource implements ByteSource {
     // A whole small file, else page multiples, so that windows start on pages.
     const grid = Math.min(limit, GRID_WINDOW);
     this.windowSize = this.size > 0 && this.size <= grid ? this.size : Math.max(PAGE, Math.floor(grid / PAGE) * PAGE);
-    openHere.add(new WeakRef(this));
-  }
-
-  /** The mapped file's device and inode, as `dev:ino`. */
-  get fileKey(): string {
-    return `${this.mapping.identity.dev}:${this.mapping.identity.ino}`;
   }
 
   /** Asked for by verify() only, so opening does not pay for it. */

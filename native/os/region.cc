@@ -98,6 +98,14 @@ void Region::CloseOwnedBy(uint64_t owner) {
   for (Region* region : owned) region->CloseLocked();
 }
 
+bool Region::MapsFile(uint64_t dev, uint64_t ino) {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  for (const Region* region : open_regions_) {
+    if (region->identity_.dev == dev && region->identity_.ino == ino) return true;
+  }
+  return false;
+}
+
 Region* Region::PinContaining(const void* p, size_t len) {
   const uint8_t* start = static_cast<const uint8_t*>(p);
   std::lock_guard<std::mutex> lock(registry_mutex_);

@@ -68,6 +68,9 @@ class Region {
 
   // Regions whose file is still mapped, across every thread of the process.
   static int64_t LiveCount() { return live_count_.load(); }
+  // Whether an open Region (any thread's) maps the file with this device and inode: the tools
+  // that rewrite a file refuse one this process still reads.
+  static bool MapsFile(uint64_t dev, uint64_t ino);
 
  private:
   Region(void* addr, size_t size, intptr_t file) : addr_(addr), size_(size), file_(file) {}

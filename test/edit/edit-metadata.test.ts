@@ -174,7 +174,7 @@ describe.skipIf(process.platform !== 'linux' || optionalAddon() === undefined)('
 });
 
 describe('rewriting a file this process has open, faults, and what a killed writer leaves', () => {
-  it('editing the input in place while this thread maps it is CANNOT_REWRITE (the open file would read the new header at the old offsets); after close() it works; --out is fine', () => {
+  it.skipIf(optionalAddon() === undefined)('editing the input in place while this process maps it (any thread) is CANNOT_REWRITE (the open file would read the new header at the old offsets); after close() it works; --out is fine', async () => {
     const path = model('open.gguf');
     const before = readFileSync(path);
     const open = openGguf(path, { mode: 'mmap' });
@@ -190,8 +190,28 @@ describe('rewriting a file this process has open, faults, and what a killed writ
     }
     expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 23 }]] }).inPlace).toBe(true);
     // A file opened in read mode holds no mapping: nothing refuses it.
-    using read = openGguf(path, { mode: 'read' });
-    expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 24 }]] }).inPlace).toBe(true);
+    {
+      using read = openGguf(path, { mode: 'read' });
+      expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 24 }]] }).inPlace).toBe(true);
+    }
+    // Mapped by a worker thread: refused too, until the worker closes it.
+    const { Worker } = await import('node:worker_threads');
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, '../../dist/lib/index.js')).href)}).then(({ openGguf }) => {
+         const g = openGguf(${JSON.stringify(path)}, { mode: 'mmap' });
+         parentPort.postMessage('open');
+         parentPort.once('message', () => { g.close(); parentPort.postMessage('closed'); });
+       });`,
+      { eval: true },
+    );
+    const next = () => new Promise((resolve) => worker.once('message', resolve));
+    expect(await next()).toBe('open');
+    expect(() => editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 25 }]] })).toThrow(expect.objectContaining({ code: 'CANNOT_REWRITE' }));
+    worker.postMessage('close');
+    expect(await next()).toBe('closed');
+    expect(editMetadata(path, { set: [['llama.block_count', { type: 'UINT32', value: 25 }]] }).inPlace).toBe(true);
+    await worker.terminate();
   });
 
   it.skipIf(WINDOWS)(posixOnly('a file size limit (EFBIG) part way through: edit --out and convert-endian leave no output and the input intact', 'no ulimit'), () => {
