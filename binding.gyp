@@ -3,7 +3,7 @@
     {
       "target_name": "gguf_mmap",
       "sources": [
-        "native/addon.cc", "native/string_walk.cc", "native/os/region.cc", "native/xxh64.cc", "native/hash_napi.cc",
+        "native/addon.cc", "native/string_walk.cc", "native/tensor_info_walk.cc", "native/os/region.cc", "native/xxh64.cc", "native/hash_napi.cc",
         "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
         "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],

@@ -13,6 +13,23 @@ export interface FileIdentity {
   readonly mtimeNs: string;
 }
 
+/** Where walkTensorInfos writes what it reads (lib/format/tensor-table.ts's columns), and what it reads by. */
+export interface TensorInfoTargets {
+  readonly blockSizes: Uint32Array;
+  readonly typeSizes: Uint32Array;
+  readonly key: Int32Array;
+  readonly nameBytes: Uint8Array;
+  readonly starts: Uint32Array;
+  readonly ends: Uint32Array;
+  readonly slots: Int32Array;
+  readonly typeIds: Uint8Array;
+  readonly dims: Uint8Array;
+  readonly ne: Float64Array;
+  readonly offsets: Float64Array;
+  readonly nbytes: Float64Array;
+  readonly infoOffsets: Float64Array;
+}
+
 /** The addon's Mapping: one private copy-on-write mmap of a whole file (native/region.h). */
 export interface NativeMapping {
   readonly size: number;
@@ -76,6 +93,18 @@ interface Addon {
   copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
+  /** See native/tensor_info_walk.h: [records accepted, offset after them, name bytes used, longest probe]. */
+  walkTensorInfos(
+    view: DataView,
+    pos: number,
+    first: number,
+    count: number,
+    wideCounts: boolean,
+    littleEndian: boolean,
+    alignment: number,
+    nameAt: number,
+    targets: TensorInfoTargets,
+  ): [number, number, number, number];
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
   /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
@@ -214,6 +243,12 @@ export function evictFromPageCache(path: string | URL | Buffer): void {
 /** Mapped files not yet let go of, across every thread of this process (0 without the addon). */
 export function liveMappings(): number {
   return optionalAddon()?.liveMappings() ?? 0;
+}
+
+/** The addon's walk of tensor infos (native/tensor_info_walk.h), or undefined without the addon. */
+export function nativeTensorInfoWalk(): Addon['walkTensorInfos'] | undefined {
+  const native = optionalAddon();
+  return native === undefined ? undefined : native.walkTensorInfos.bind(native);
 }
 
 /**

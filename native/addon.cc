@@ -22,6 +22,7 @@
 #include "os/page_cache.h"
 #include "os/region.h"
 #include "string_walk.h"
+#include "tensor_info_walk.h"
 
 namespace gguf_mmap {
 
@@ -553,6 +554,80 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ok ? static_cast<double>(end) : -1.0 - static_cast<double>(end));
 }
 
+// A typed array argument of the expected kind holding at least `need` elements (its data for the
+// length of this call only: JavaScript owns it).
+template <typename T>
+T* TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, napi_typedarray_type type, size_t need) {
+  Napi::Value value = targets.Get(name);
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type || value.As<Napi::TypedArray>().ElementLength() < need) {
+    throw Napi::TypeError::New(env, std::string("walkTensorInfos: targets.") + name + " is not a typed array of the right kind and length");
+  }
+  Napi::TypedArray array = value.As<Napi::TypedArray>();
+  return reinterpret_cast<T*>(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset());
+}
+
+// walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets):
+// [records accepted, offset after them, name bytes used, longest probe]; see tensor_info_walk.h.
+Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 9 || !info[0].IsDataView() || !info[8].IsObject()) {
+    throw Napi::TypeError::New(env, "walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets)");
+  }
+  Napi::DataView view = info[0].As<Napi::DataView>();
+  const double pos = info[1].As<Napi::Number>().DoubleValue();
+  const double first = info[2].As<Napi::Number>().DoubleValue();
+  const double count = info[3].As<Napi::Number>().DoubleValue();
+  const bool wide = info[4].As<Napi::Boolean>().Value();
+  const bool little_endian = info[5].As<Napi::Boolean>().Value();
+  const double alignment = info[6].As<Napi::Number>().DoubleValue();
+  const double name_at = info[7].As<Napi::Number>().DoubleValue();
+  const size_t limit = view.ByteLength();
+  const auto natural = [](double x, double max) { return x >= 0 && x <= max && x == static_cast<double>(static_cast<uint64_t>(x)); };
+  if (!natural(pos, static_cast<double>(limit)) || !natural(first, 4294967295.0) || !natural(count, 4294967295.0) || !natural(alignment, 4294967295.0) ||
+      alignment < 1 || !natural(name_at, 4294967295.0)) {
+    throw Napi::RangeError::New(env, "walkTensorInfos: bad arguments");
+  }
+  Napi::Object targets = info[8].As<Napi::Object>();
+  const size_t end = static_cast<size_t>(first + count);
+  TensorInfoTargets out{};
+  const Napi::Value block_sizes = targets.Get("blockSizes");
+  if (!block_sizes.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.blockSizes");
+  out.type_count = static_cast<uint32_t>(block_sizes.As<Napi::TypedArray>().ElementLength());
+  out.block_sizes = TypedTarget<uint32_t>(env, targets, "blockSizes", napi_uint32_array, out.type_count);
+  out.type_sizes = TypedTarget<uint32_t>(env, targets, "typeSizes", napi_uint32_array, out.type_count);
+  const int32_t* key = TypedTarget<int32_t>(env, targets, "key", napi_int32_array, 2);
+  out.key0 = static_cast<uint32_t>(key[0]);
+  out.key1 = static_cast<uint32_t>(key[1]);
+  Napi::Value names = targets.Get("nameBytes");
+  if (!names.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.nameBytes");
+  out.name_capacity = names.As<Napi::TypedArray>().ElementLength();
+  out.name_bytes = TypedTarget<uint8_t>(env, targets, "nameBytes", napi_uint8_array, 0);
+  if (name_at > static_cast<double>(out.name_capacity)) throw Napi::RangeError::New(env, "walkTensorInfos: nameAt past nameBytes");
+  out.starts = TypedTarget<uint32_t>(env, targets, "starts", napi_uint32_array, end);
+  out.ends = TypedTarget<uint32_t>(env, targets, "ends", napi_uint32_array, end);
+  Napi::Value slots = targets.Get("slots");
+  if (!slots.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.slots");
+  out.slot_count = slots.As<Napi::TypedArray>().ElementLength();
+  // A power of two, over twice the tensors: every probe ends at an empty slot.
+  if (out.slot_count < 2 * end || (out.slot_count & (out.slot_count - 1)) != 0) throw Napi::RangeError::New(env, "walkTensorInfos: targets.slots");
+  out.slots = TypedTarget<int32_t>(env, targets, "slots", napi_int32_array, out.slot_count);
+  out.type_ids = TypedTarget<uint8_t>(env, targets, "typeIds", napi_uint8_array, end);
+  out.dims = TypedTarget<uint8_t>(env, targets, "dims", napi_uint8_array, end);
+  out.ne = TypedTarget<double>(env, targets, "ne", napi_float64_array, end * 4);
+  out.offsets = TypedTarget<double>(env, targets, "offsets", napi_float64_array, end);
+  out.nbytes = TypedTarget<double>(env, targets, "nbytes", napi_float64_array, end);
+  out.info_offsets = TypedTarget<double>(env, targets, "infoOffsets", napi_float64_array, end);
+  const TensorInfoWalk walk = WalkTensorInfos(static_cast<const uint8_t*>(view.Data()), limit, static_cast<size_t>(pos), static_cast<uint64_t>(first),
+                                              static_cast<uint64_t>(count), wide, little_endian, static_cast<uint64_t>(alignment),
+                                              static_cast<size_t>(name_at), out);
+  Napi::Array result = Napi::Array::New(env, 4);
+  result.Set(uint32_t{0}, Napi::Number::New(env, static_cast<double>(walk.walked)));
+  result.Set(uint32_t{1}, Napi::Number::New(env, static_cast<double>(walk.pos)));
+  result.Set(uint32_t{2}, Napi::Number::New(env, static_cast<double>(walk.name_at)));
+  result.Set(uint32_t{3}, Napi::Number::New(env, static_cast<double>(walk.max_probe)));
+  return result;
+}
+
 // Whether this runtime lets ArrayBuffers point at memory it did not allocate (Electron does not:
 // napi_no_external_buffers_allowed). Tried once on a static byte whose finalizer does nothing.
 bool ProbeExternalBuffers(Napi::Env env) {
@@ -587,6 +662,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("mapsFile", Napi::Function::New<MapsFileJs>(env, "mapsFile"));
+  exports.Set("walkTensorInfos", Napi::Function::New<WalkTensorInfosJs>(env, "walkTensorInfos"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));

@@ -287,9 +287,10 @@ function readHeader(source: ByteSource, limits: ParseLimits, firstLength?: numbe
     try {
       return { view, layout: parseLayout(view, source.size, limits) };
     } catch (error) {
-      // Grown by 4x, or at once to twice the least the header's counts need (the error's offset;
-      // real names and shapes take about that).
-      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(Math.max(view.byteLength * 4, error.offset * 2)) : undefined;
+      // Grown by 4x, or at once to 4x where the parse stopped (the first time: the least the
+      // header's counts need; mixture-of-experts names take 2.75x that), so that a large header
+      // is parsed twice at most, not three times.
+      const longer = error instanceof GgufError && error.code === 'HEADER_TOO_LARGE' ? source.head(Math.max(view.byteLength * 4, error.offset * 4)) : undefined;
       if (longer === undefined) throw error;
       view = longer;
     }

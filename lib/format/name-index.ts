@@ -10,11 +10,17 @@
 // The key, drawn when first needed (not at module load, which a startup snapshot would freeze).
 let key: Int32Array | undefined;
 
+/** This process's key (the addon's tensor-info walk hashes names with it too). */
+export function hashKey(): Int32Array {
+  key ??= globalThis.crypto.getRandomValues(new Int32Array(2));
+  return key;
+}
+
 /** HalfSipHash-1-3 of bytes [start, end) under this process's key, as an unsigned 32-bit number. */
 export function keyedHash(bytes: Uint8Array, start: number, end: number): number {
-  key ??= globalThis.crypto.getRandomValues(new Int32Array(2));
-  const k0 = key[0]!;
-  const k1 = key[1]!;
+  const k = hashKey();
+  const k0 = k[0]!;
+  const k1 = k[1]!;
   let v0 = k0;
   let v1 = k1;
   let v2 = 0x6c796765 ^ k0;
@@ -89,6 +95,20 @@ export class NameIndex {
     this.starts[entry] = start;
     this.ends[entry] = end;
     return -1;
+  }
+
+  /**
+   * The arrays, for the addon's walk of tensor infos to add entries itself (the same hash, key and
+   * probing, native/tensor_info_walk.cc); then `addedElsewhere` counts them.
+   */
+  get arrays(): { starts: Uint32Array | Float64Array; ends: Uint32Array | Float64Array; slots: Int32Array } {
+    return { starts: this.starts, ends: this.ends, slots: this.slots };
+  }
+
+  /** `count` entries were added through `arrays`, the longest probe `probes` slots. */
+  addedElsewhere(count: number, probes: number): void {
+    this.count += count;
+    if (probes > this.longestProbe) this.longestProbe = probes;
   }
 
   /** The entry whose bytes are `name`'s, or -1. */

@@ -1,6 +1,7 @@
 import { GgufError } from '../errors.js';
-import { ggmlTypeById, type GgmlType } from './ggml-types.js';
-import { NameIndex } from './name-index.js';
+import { GGML_TYPES, ggmlTypeById, type GgmlType } from './ggml-types.js';
+import { hashKey, NameIndex } from './name-index.js';
+import type { TensorInfoTargets } from '../native.js';
 
 /** One tensor's info, as GgufTensor is built from it. */
 export interface TensorRecord {
@@ -17,6 +18,10 @@ export interface TensorRecord {
 }
 
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+// The type table as the addon's walk of tensor infos reads it (block size 0: not a tensor type).
+const BLOCK_SIZES = Uint32Array.from(GGML_TYPES, (t) => t.blockSize);
+const TYPE_SIZES = Uint32Array.from(GGML_TYPES, (t) => t.typeSize);
 const encoder = new TextEncoder();
 
 /**
@@ -72,6 +77,28 @@ export class TensorTable {
     const earlier = this.names.add(at, at + length);
     if (earlier < 0) this.nameLength = at + length;
     return earlier;
+  }
+
+  /**
+   * The columns the addon's walk of tensor infos fills, and the name index it adds to; undefined
+   * where it cannot (a name store past 4 GiB).
+   */
+  walkTargets(): TensorInfoTargets | undefined {
+    const { starts, ends, slots } = this.names.arrays;
+    if (!(starts instanceof Uint32Array) || !(ends instanceof Uint32Array)) return undefined;
+    const { nameBytes, typeIds, dims, ne, offsets, nbytes, infoOffsets } = this;
+    return { blockSizes: BLOCK_SIZES, typeSizes: TYPE_SIZES, key: hashKey(), nameBytes, starts, ends, slots, typeIds, dims, ne, offsets, nbytes, infoOffsets };
+  }
+
+  /** Bytes of the name store used (where the next name goes). */
+  get nameBytesUsed(): number {
+    return this.nameLength;
+  }
+
+  /** The walk stored and indexed `count` more tensors, their names ending at byte `nameEnd`. */
+  acceptWalked(count: number, nameEnd: number, probes: number): void {
+    this.names.addedElsewhere(count, probes);
+    this.nameLength = nameEnd;
   }
 
   setDim(i: number, d: number, ne: number): void {

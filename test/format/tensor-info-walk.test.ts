@@ -1,0 +1,82 @@
+// The addon's walk of tensor infos (native/tensor_info_walk.cc) against the TypeScript reader it
+// stands in for: on thousands of mutated files both give the same tensors or the same error (code
+// and offset), and on the cases it hands back (non-ASCII names, huge shapes, duplicates) too.
+import { describe, expect, it } from 'vitest';
+import { encodeGguf, GgufError, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
+import { useNativeTensorWalk } from '../../lib/format/parse.js';
+import { optionalAddon } from '../../lib/native.js';
+import { loadSeeds, makeCase } from '../../scripts/fuzz-cases.js';
+import { SHARED_DIR } from '../helpers/shared.js';
+
+/** What parsing gives: every tensor's info, or the error's code and offset. */
+function outcome(bytes: Uint8Array, native: boolean): unknown {
+  useNativeTensorWalk(native);
+  try {
+    const g = parseGguf(bytes, { split: false });
+    return g.tensors.map((t) => [t.name, t.typeId, t.shape.join('x'), t.offset, t.nbytes, g.tensor(t.name) === t]);
+  } catch (error) {
+    if (!(error instanceof GgufError)) throw error;
+    return { code: error.code, offset: error.offset, message: error.message };
+  } finally {
+    useNativeTensorWalk(true);
+  }
+}
+
+const tensors = (names: string[]): GgufWriteSpec['tensors'] =>
+  names.map((name, i) => ({ name, type: 'F32' as const, shape: [1 + (i % 3), 2], data: new Uint8Array(4 * 2 * (1 + (i % 3))) }));
+
+describe.skipIf(optionalAddon() === undefined)('the addon’s walk of tensor infos', () => {
+  it('gives what the TypeScript reader gives on 3,000 mutated files (tensors, or the same error at the same offset)', () => {
+    const seeds = loadSeeds(SHARED_DIR);
+    let differ = 0;
+    let opened = 0;
+    for (let index = 0; index < 3000; index++) {
+      const { bytes, label } = makeCase(seeds, 7, index);
+      const js = outcome(bytes, false);
+      const native = outcome(bytes, true);
+      if (Array.isArray(js)) opened++;
+      if (JSON.stringify(js) !== JSON.stringify(native)) {
+        differ++;
+        expect(native, `case ${index} (${label})`).toEqual(js);
+      }
+    }
+    expect(differ).toBe(0);
+    expect(opened).toBeGreaterThan(30);
+  });
+
+  it('every name is found by the TypeScript index after the walk (one hash, one key); names of every length mod 4', () => {
+    const names = Array.from({ length: 5000 }, (_, i) => `blk.${i % 61}.ffn_${['gate', 'up', 'down'][i % 3]}.${i}${'x'.repeat(i % 7)}.weight`);
+    const g = parseGguf(encodeGguf({ tensors: tensors(names) }));
+    for (const name of names) expect(g.tensor(name)?.name).toBe(name);
+    expect(g.tensor('blk.0.ffn_gate.0.weightx')).toBeUndefined();
+  });
+
+  it('hands back what it does not take, and the reader goes on or reports it: non-ASCII names, duplicates, invalid UTF-8', () => {
+    /** The file with the first name `from` renamed `to` (same byte length): what a writer refuses to make. */
+    const renamed = (bytes: Uint8Array, from: string, to: string) => {
+      const [f, t] = [new TextEncoder().encode(from), new TextEncoder().encode(to)];
+      const copy = bytes.slice();
+      const at = Buffer.from(copy).indexOf(Buffer.from(f));
+      copy.set(t, at);
+      return copy;
+    };
+    const cases: Array<[string, Uint8Array]> = [
+      ['non-ASCII names among ASCII ones', encodeGguf({ tensors: tensors(['a', 'b.é', 'c', '数', 'd']) })],
+      ['a duplicate far in', renamed(encodeGguf({ tensors: tensors(['a', 'b', 'c', 'd', 'x']) }), 'x', 'b')],
+      ['a duplicate of a non-ASCII name', renamed(encodeGguf({ tensors: tensors(['é', 'q', 'zz']) }), 'zz', 'é')],
+      ['a non-ASCII duplicate of an ASCII-walked run', renamed(encodeGguf({ tensors: tensors([...'abcdefgh', 'é', 'zz']) }), 'zz', 'é')],
+      ['invalid UTF-8 in a name', encodeGguf({ tensors: tensors(['a', 'zz', 'c']) })],
+      ['a name of 63 bytes', encodeGguf({ tensors: tensors(['y'.repeat(63), 'z']) })],
+    ];
+    const invalid = cases[4]![1];
+    invalid.set([0xc3, 0x28], Buffer.from(invalid).indexOf(Buffer.from('zz')));
+    for (const [what, bytes] of cases) {
+      expect(outcome(bytes, true), what).toEqual(outcome(bytes, false));
+    }
+    expect(outcome(cases[1]![1], true)).toMatchObject({ code: 'DUPLICATE_TENSOR' });
+    expect(outcome(cases[2]![1], true)).toMatchObject({ code: 'DUPLICATE_TENSOR' });
+    expect(outcome(cases[3]![1], true)).toMatchObject({ code: 'DUPLICATE_TENSOR' });
+    expect(outcome(cases[4]![1], true)).toMatchObject({ code: 'BAD_UTF8' });
+    expect(Array.isArray(outcome(cases[0]![1], true))).toBe(true);
+  });
+});
