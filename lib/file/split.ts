@@ -60,10 +60,11 @@ export function checkSplitSet(layouts: readonly GgufLayout[], paths: readonly st
     throw mismatch(0, `split.tensors.count is ${String(total?.value)}, but the parts hold ${tensors} tensors`, total?.offset ?? 0);
   }
   layouts.forEach((layout, i) => {
+    if (i === 0) return;
+    const earlier = layouts.slice(0, i).map((l) => l.tensors);
     for (let k = 0; k < layout.tensors.count; k++) {
-      const name = layout.tensors.name(k);
-      const earlier = layouts.findIndex((other, j) => j < i && other.tensors.find(name) >= 0);
-      if (earlier >= 0) throw mismatch(i, `tensor '${name}' is also in part ${earlier + 1}`, layout.tensors.infoOffset(k));
+      const j = layout.tensors.nameIn(earlier, k);
+      if (j >= 0) throw mismatch(i, `tensor '${layout.tensors.name(k)}' is also in part ${j + 1}`, layout.tensors.infoOffset(k));
     }
   });
 }

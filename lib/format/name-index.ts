@@ -72,12 +72,19 @@ export class NameIndex {
     capacity: number,
     private readonly bytes: Uint8Array,
   ) {
-    const Offsets = bytes.byteLength <= 0xffffffff ? Uint32Array : Float64Array;
-    this.starts = new Offsets(capacity);
-    this.ends = new Offsets(capacity);
     let size = 2;
     while (size < capacity * 2) size *= 2;
-    this.slots = new Int32Array(size);
+    if (bytes.byteLength <= 0xffffffff) {
+      // One allocation for the three (32-bit offsets, the usual case).
+      const words = new Uint32Array(capacity * 2 + size);
+      this.starts = words.subarray(0, capacity);
+      this.ends = words.subarray(capacity, capacity * 2);
+      this.slots = new Int32Array(words.buffer, capacity * 2 * 4, size);
+    } else {
+      this.starts = new Float64Array(capacity);
+      this.ends = new Float64Array(capacity);
+      this.slots = new Int32Array(size);
+    }
   }
 
   start(entry: number): number {
@@ -116,10 +123,15 @@ export class NameIndex {
     return this.lookup(name, 0, name.length, false);
   }
 
-  private lookup(source: Uint8Array, start: number, end: number, insert: boolean): number {
+  /** The entry whose bytes are [start, end) of `source`, or -1; `hash` their keyedHash if known (one key for every index). */
+  findRange(source: Uint8Array, start: number, end: number, hash = keyedHash(source, start, end)): number {
+    return this.lookup(source, start, end, false, hash);
+  }
+
+  private lookup(source: Uint8Array, start: number, end: number, insert: boolean, hash = keyedHash(source, start, end)): number {
     const mask = this.slots.length - 1;
     let probes = 0;
-    for (let slot = keyedHash(source, start, end) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       probes++;
       const entry = this.slots[slot]! - 1;
       if (entry < 0) {

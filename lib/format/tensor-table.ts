@@ -1,6 +1,6 @@
 import { GgufError } from '../errors.js';
 import { GGML_TYPES, ggmlTypeById, type GgmlType } from './ggml-types.js';
-import { hashKey, NameIndex } from './name-index.js';
+import { hashKey, keyedHash, NameIndex } from './name-index.js';
 import type { TensorInfoTargets } from '../native.js';
 
 /** One tensor's info, as GgufTensor is built from it. */
@@ -47,13 +47,17 @@ export class TensorTable {
 
   constructor(count: number, nameCapacity: number) {
     this.count = count;
-    this.nameBytes = new Uint8Array(nameCapacity);
-    this.typeIds = new Uint8Array(count);
-    this.dims = new Uint8Array(count);
-    this.ne = new Float64Array(count * 4);
-    this.offsets = new Float64Array(count);
-    this.nbytes = new Float64Array(count);
-    this.infoOffsets = new Float64Array(count);
+    // Two allocations, the columns views of them: a split model's parts each make a table, and
+    // each typed array allocated costs more than a small part's records take to read.
+    const numbers = new Float64Array(count * 7);
+    this.ne = numbers.subarray(0, count * 4);
+    this.offsets = numbers.subarray(count * 4, count * 5);
+    this.nbytes = numbers.subarray(count * 5, count * 6);
+    this.infoOffsets = numbers.subarray(count * 6, count * 7);
+    const bytes = new Uint8Array(count * 2 + nameCapacity);
+    this.typeIds = bytes.subarray(0, count);
+    this.dims = bytes.subarray(count, count * 2);
+    this.nameBytes = bytes.subarray(count * 2);
     this.names = new NameIndex(count, this.nameBytes);
   }
 
@@ -133,6 +137,17 @@ export class TensorTable {
     let n = 1;
     for (let d = 0; d < this.dims[i]!; d++) n *= this.ne[i * 4 + d]!;
     return n;
+  }
+
+  /**
+   * Whether a tensor of any of `others` is named as tensor `i` here: the index of the first such
+   * table, or -1 (compared as bytes, the name hashed once: nothing decoded).
+   */
+  nameIn(others: readonly TensorTable[], i: number): number {
+    const start = this.names.start(i);
+    const end = this.names.end(i);
+    const hash = keyedHash(this.nameBytes, start, end);
+    return others.findIndex((other) => other.names.findRange(this.nameBytes, start, end, hash) >= 0);
   }
 
   /** The index of the tensor named `name`, or -1. */
