@@ -38,6 +38,8 @@ export interface NativeMapping {
   readonly copyOnWrite: boolean;
   /** Whether windows (and status()) are SharedArrayBuffers. */
   readonly sharedArrayBuffers: boolean;
+  /** Whether the mapping was advised to use 2 MiB pages (MADV_HUGEPAGE; Linux). */
+  readonly hugePages: boolean;
   /** The file as it was when mapped. */
   readonly identity: FileIdentity;
   /** The mapped file as it is now (fstat of the file itself, not its path); null after close. */
@@ -80,7 +82,7 @@ export interface NativeDequantJob {
 }
 
 interface Addon {
-  Mapping: new (path: string, maxWindow: number, sharedArrayBuffers: boolean) => NativeMapping;
+  Mapping: new (path: string, maxWindow: number, sharedArrayBuffers: boolean, hugePages: boolean) => NativeMapping;
   externalSharedArrayBuffers(): boolean;
   /** XXH64, seed 0 (native/xxh64.cc): update() returns the state, digest() 16 hex digits. */
   Xxh64: new () => { update(bytes: Uint8Array): unknown; digest(): string };
@@ -222,8 +224,8 @@ export function canMap(): boolean {
  * Maps `path`; windows are SharedArrayBuffers when `sharedArrayBuffers` and the runtime has
  * node_api_create_external_sharedarraybuffer (Node 22.23, 24.22, 26.12 and later).
  */
-export function mapFile(path: string, maxWindow: number, sharedArrayBuffers: boolean): NativeMapping {
-  return new (addon().Mapping)(path, maxWindow, sharedArrayBuffers);
+export function mapFile(path: string, maxWindow: number, sharedArrayBuffers: boolean, hugePages = false): NativeMapping {
+  return new (addon().Mapping)(path, maxWindow, sharedArrayBuffers, hugePages);
 }
 
 /** Whether windows over a mapping can be SharedArrayBuffers in this runtime (false without the addon). */

@@ -240,7 +240,7 @@ bool CopyRowIds(const uint8_t* data, bool is_signed, size_t count, size_t total,
 
 // How many rows ahead to prefetch: a random row's bytes come from memory (~100 ns away) while
 // the kernel decodes the rows before it.
-constexpr size_t kPrefetchRows = 4;
+constexpr size_t kPrefetchRows = 8;
 
 void PrefetchRow(const uint8_t* row, size_t bytes) {
   for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);

@@ -130,10 +130,11 @@ export class MappedSource implements ByteSource {
     private readonly path: string,
     maxWindowBytes = bufferConstants.MAX_LENGTH,
     sharedArrayBuffers = true,
+    hugePages = false,
   ) {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
-    this.mapping = mapFile(path, limit, sharedArrayBuffers);
+    this.mapping = mapFile(path, limit, sharedArrayBuffers, hugePages);
     this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
     this.maxRange = Math.min(limit, this.size);
@@ -155,6 +156,10 @@ export class MappedSource implements ByteSource {
   /** False when the kernel refused a writable private mapping (strict overcommit): see README. */
   get copyOnWrite(): boolean {
     return this.mapping.copyOnWrite;
+  }
+
+  get hugePages(): boolean {
+    return this.mapping.hugePages;
   }
 
   /** Whether the windows are SharedArrayBuffers (no GC accounting; shared with workers, not copied). */

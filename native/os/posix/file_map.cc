@@ -1,6 +1,7 @@
 #include "os/file_map.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -17,6 +18,28 @@ Region::Identity IdentityOf(const struct stat& st) {
 #endif
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
           static_cast<uint64_t>(mtime.tv_sec) * 1000000000ull + static_cast<uint64_t>(mtime.tv_nsec)};
+}
+
+// Linux maps file pages by 2 MiB page-table entries only where the address and the file offset
+// agree modulo 2 MiB: files of 2 MiB and more are mapped at a 2 MiB-aligned address (reserved
+// with room to spare, the spare given back), so that advise('hugepage') can take effect. nullptr:
+// anywhere (smaller files, other systems, or no address space for the reservation).
+void* HugePageAligned(size_t size) {
+#ifdef __linux__
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size < kHuge || size > SIZE_MAX - kHuge) return nullptr;
+  void* reserved = mmap(nullptr, size + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return nullptr;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t aligned = (begin + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
+  if (aligned > begin) munmap(reserved, aligned - begin);
+  const uintptr_t end = begin + size + kHuge;
+  if (end > aligned + size) munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
+  return reinterpret_cast<void*>(aligned);
+#else
+  (void)size;
+  return nullptr;
+#endif
 }
 
 }  // namespace
@@ -52,12 +75,15 @@ bool MapWholeFile(const char* path, MappedFile* out, MapError* error) {
   // must not fault; it copies that page for this process alone and never reaches the file.
   // Pages nobody writes stay the page cache's, shared with every other process reading the file.
   out->copy_on_write = true;
-  void* addr = mmap(nullptr, out->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+  void* const at = HugePageAligned(out->size);
+  const int fixed = at != nullptr ? MAP_FIXED : 0;
+  void* addr = mmap(at, out->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE | fixed, fd, 0);
   if (addr == MAP_FAILED && errno == ENOMEM) {
     // Strict overcommit charges a writable private mapping in full: fall back to read-only.
     out->copy_on_write = false;
-    addr = mmap(nullptr, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    addr = mmap(at, out->size, PROT_READ, MAP_PRIVATE | fixed, fd, 0);
   }
+  if (addr == MAP_FAILED && at != nullptr) munmap(at, out->size);  // the reservation
   if (addr == MAP_FAILED) {
     *error = {errno, "mmap", nullptr};
     close(fd);

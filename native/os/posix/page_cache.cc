@@ -48,6 +48,13 @@ int Advise(const uint8_t* begin, size_t length, const char* advice) {
   else if (std::strcmp(advice, "sequential") == 0) flag = MADV_SEQUENTIAL;
   else if (std::strcmp(advice, "willneed") == 0) flag = MADV_WILLNEED;
   else if (std::strcmp(advice, "dontneed") == 0) flag = MADV_DONTNEED;
+#ifdef MADV_HUGEPAGE
+  // File pages read after this come in 2 MiB folios where the filesystem makes them, and are
+  // mapped by one page-table entry each (the mapping is 2 MiB-aligned, file_map.cc): fewer TLB misses.
+  else if (std::strcmp(advice, "hugepage") == 0) flag = MADV_HUGEPAGE;
+#else
+  else if (std::strcmp(advice, "hugepage") == 0) return -ENOTSUP;
+#endif
   else return -EINVAL;
   if (length == 0) return 0;
   const PageSpan span = Pages(begin, length);

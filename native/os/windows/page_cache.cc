@@ -56,7 +56,7 @@ int Advise(const uint8_t* begin, size_t length, const char* advice) {
              dontneed = std::strcmp(advice, "dontneed") == 0;
   if (!normal && !willneed && !dontneed) {
     // Windows has no per-range access-pattern hint for a mapped view.
-    return std::strcmp(advice, "random") == 0 || std::strcmp(advice, "sequential") == 0 ? -ENOTSUP : -EINVAL;
+    return std::strcmp(advice, "random") == 0 || std::strcmp(advice, "sequential") == 0 || std::strcmp(advice, "hugepage") == 0 ? -ENOTSUP : -EINVAL;
   }
   if (length == 0 || normal) return 0;
   const PageSpan span = Pages(begin, length);
