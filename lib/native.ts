@@ -106,6 +106,7 @@ interface Addon {
     alignment: number,
     nameAt: number,
     targets: TensorInfoTargets,
+    fileSize: number,
   ): [number, number, number, number];
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;

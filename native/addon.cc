@@ -576,12 +576,12 @@ T* TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, nap
   return reinterpret_cast<T*>(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset());
 }
 
-// walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets):
+// walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize):
 // [records accepted, offset after them, name bytes used, longest probe]; see tensor_info_walk.h.
 Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 9 || !info[0].IsDataView() || !info[8].IsObject()) {
-    throw Napi::TypeError::New(env, "walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets)");
+  if (info.Length() < 10 || !info[0].IsDataView() || !info[8].IsObject() || !info[9].IsNumber()) {
+    throw Napi::TypeError::New(env, "walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize)");
   }
   Napi::DataView view = info[0].As<Napi::DataView>();
   const double pos = info[1].As<Napi::Number>().DoubleValue();
@@ -591,7 +591,9 @@ Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   const bool little_endian = info[5].As<Napi::Boolean>().Value();
   const double alignment = info[6].As<Napi::Number>().DoubleValue();
   const double name_at = info[7].As<Napi::Number>().DoubleValue();
-  const size_t limit = view.ByteLength();
+  // Nothing past the view, nor past the file (a view is never longer today; the reader checks both).
+  const double file_size = info[9].As<Napi::Number>().DoubleValue();
+  const size_t limit = file_size >= 0 && file_size < static_cast<double>(view.ByteLength()) ? static_cast<size_t>(file_size) : view.ByteLength();
   const auto natural = [](double x, double max) { return x >= 0 && x <= max && x == static_cast<double>(static_cast<uint64_t>(x)); };
   if (!natural(pos, static_cast<double>(limit)) || !natural(first, 4294967295.0) || !natural(count, 4294967295.0) || !natural(alignment, 4294967295.0) ||
       alignment < 1 || !natural(name_at, 4294967295.0)) {

@@ -1,27 +1,11 @@
 #include "string_walk.h"
 
+#include "header_load.h"
+
 #include <cstring>
 
 namespace gguf_mmap {
 namespace {
-
-bool HostIsLittleEndian() {
-  const uint16_t probe = 1;
-  uint8_t first;
-  std::memcpy(&first, &probe, 1);
-  return first == 1;
-}
-
-template <typename Length>
-Length Load(const uint8_t* p, bool swap) {
-  Length value;
-  std::memcpy(&value, p, sizeof value);  // unaligned-safe; compiles to one load
-  if (swap) {
-    if constexpr (sizeof(Length) == 8) value = __builtin_bswap64(value);
-    else value = __builtin_bswap32(value);
-  }
-  return value;
-}
 
 // Each iteration's load depends on the previous length, so the loop body is kept to one load,
 // one compare and one add: this runs at memory latency, not instruction count.
@@ -30,7 +14,7 @@ bool Walk(const uint8_t* base, size_t limit, size_t pos, uint64_t count, bool sw
   constexpr size_t width = sizeof(Length);
   for (uint64_t i = 0; i < count; i++) {
     if (pos > limit || limit - pos < width) break;
-    uint64_t length = Load<Length>(base + pos, swap);
+    uint64_t length = LoadNumber<Length>(base + pos, swap);
     if (length > limit - pos - width) break;
     pos += width + length;
     if (i + 1 == count) {

@@ -1,5 +1,7 @@
 #include "tensor_info_walk.h"
 
+#include "header_load.h"
+
 #include <cstring>
 #include <vector>
 
@@ -9,24 +11,6 @@ namespace {
 constexpr uint64_t kMaxSafe = (uint64_t{1} << 53) - 1;  // Number.MAX_SAFE_INTEGER
 constexpr uint64_t kMaxNameBytes = 63;
 constexpr uint32_t kMaxDims = 4;
-
-bool HostIsLittleEndian() {
-  const uint16_t probe = 1;
-  uint8_t first;
-  std::memcpy(&first, &probe, 1);
-  return first == 1;
-}
-
-template <typename T>
-T Load(const uint8_t* p, bool swap) {
-  T value;
-  std::memcpy(&value, p, sizeof value);
-  if (swap) {
-    if constexpr (sizeof(T) == 8) value = __builtin_bswap64(value);
-    else value = __builtin_bswap32(value);
-  }
-  return value;
-}
 
 inline uint32_t Rotl(uint32_t x, int b) { return (x << b) | (x >> (32 - b)); }
 
@@ -73,7 +57,7 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     const size_t start = pos;
     // Name: length, bytes (ASCII: anything else goes to the checked reader, which validates UTF-8).
     if (limit - pos < count_size) break;
-    const uint64_t name_length = wide_counts ? Load<uint64_t>(base + pos, swap) : Load<uint32_t>(base + pos, swap);
+    const uint64_t name_length = wide_counts ? LoadNumber<uint64_t>(base + pos, swap) : LoadNumber<uint32_t>(base + pos, swap);
     if (name_length == 0 || name_length > kMaxNameBytes || limit - pos - count_size < name_length) break;
     const uint8_t* name = base + pos + count_size;
     uint8_t high = 0;
@@ -82,7 +66,7 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     size_t at = pos + count_size + name_length;
     // n_dims, dimensions.
     if (limit - at < 4) break;
-    const uint32_t n_dims = Load<uint32_t>(base + at, swap);
+    const uint32_t n_dims = LoadNumber<uint32_t>(base + at, swap);
     if (n_dims > kMaxDims || limit - at - 4 < size_t{n_dims} * count_size + 4 + 8) break;
     at += 4;
     uint64_t product = 1;
@@ -90,7 +74,7 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     double ne[kMaxDims] = {0, 0, 0, 0};
     bool plain = true;
     for (uint32_t d = 0; d < n_dims; d++, at += count_size) {
-      const uint64_t dim = wide_counts ? Load<uint64_t>(base + at, swap) : Load<uint32_t>(base + at, swap);
+      const uint64_t dim = wide_counts ? LoadNumber<uint64_t>(base + at, swap) : LoadNumber<uint32_t>(base + at, swap);
       // Negative (as int64), or past 2^53: the checked reader's exact path.
       if (dim > kMaxSafe || (dim != 0 && product > kMaxSafe / dim)) {
         plain = false;
@@ -101,14 +85,14 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
       ne[d] = static_cast<double>(dim);
     }
     if (!plain) break;
-    const uint32_t type_id = Load<uint32_t>(base + at, swap);
+    const uint32_t type_id = LoadNumber<uint32_t>(base + at, swap);
     if (type_id >= out.type_count || out.block_sizes[type_id] == 0) break;
     const uint64_t block = out.block_sizes[type_id];
     if (ne0 % block != 0) break;
     const uint64_t blocks = product / block;
     if (blocks > kMaxSafe / out.type_sizes[type_id]) break;
     const uint64_t bytes = blocks * out.type_sizes[type_id];
-    const uint64_t offset = Load<uint64_t>(base + at + 4, swap);
+    const uint64_t offset = LoadNumber<uint64_t>(base + at + 4, swap);
     if (offset % alignment != 0 || offset > kMaxSafe) break;
     // Accepted (unless its name was seen before: indexed below): into the table.
     std::memcpy(out.name_bytes + name_at, name, name_length);

@@ -4,6 +4,7 @@
 import { closeSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { GgufError } from '../errors.js';
 import { optionalAddon } from '../native.js';
 
@@ -93,7 +94,7 @@ export function writeAll(fd: number, bytes: Uint8Array, position?: number): void
  */
 export function writeTemporaryWith(path: string, write: (fd: number) => void): string {
   removeStaleTemporaries(path);
-  const temp = join(dirname(path), `${temporaryPrefix(path)}${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const temp = join(dirname(path), `${temporaryPrefix(path)}${HOST}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx');
   try {
     write(fd);
@@ -115,9 +116,14 @@ function temporaryPrefix(path: string): string {
   return `.${basename(path)}.`;
 }
 
+// The writer's host in its temporary files' names: a pid says whether a writer is gone only on
+// the machine (and pid namespace: a container has a hostname of its own) that ran it; a folder
+// shared over NFS or between containers has other writers' files too.
+const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40) || 'host';
+
 /**
- * Removes the temporary files of `path` left by a writer that was killed (its process gone):
- * the name carries the writer's pid. Those of a live process (another writer) stay.
+ * Removes the temporary files of `path` left by a writer that was killed (its process gone): the
+ * name carries the writer's host and pid. Those of a live process, and of other hosts, stay.
  */
 function removeStaleTemporaries(path: string): void {
   const prefix = temporaryPrefix(path);
@@ -129,8 +135,8 @@ function removeStaleTemporaries(path: string): void {
   }
   for (const name of names) {
     if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
-    const m = /^(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length));
-    if (m === null || processAlive(Number(m[1]))) continue;
+    const m = /^([A-Za-z0-9_-]+)\.(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length));
+    if (m === null || m[1] !== HOST || processAlive(Number(m[2]))) continue;
     rmSync(join(dirname(path), name), { force: true });
   }
 }

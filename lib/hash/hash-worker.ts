@@ -2,15 +2,18 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
-import type { HashAnswer, HashJob } from './parallel-hash.js';
+import { identityOf, type HashAnswer, type HashJob } from './parallel-hash.js';
 import { hashPass, tensorKinds } from './tensor-hashes.js';
 
 const job = workerData as HashJob;
 let answer: HashAnswer;
 try {
-  using file = job.paths.length > 1 ? openGguf(job.paths, { mode: job.mode }) : openGguf(job.paths[0]!, { mode: job.mode, split: false });
+  const options = { mode: job.mode, limits: job.limits };
+  using file = job.paths.length > 1 ? openGguf(job.paths, options) : openGguf(job.paths[0]!, { ...options, split: false });
   file.parts.forEach((part, i) => {
-    if (part.size !== job.sizes[i]) throw new GgufError('FILE_CHANGED', `${part.path} changed while it was being hashed`, part.size);
+    if (part.size !== job.sizes[i] || identityOf(part.path!) !== job.identities[i]) {
+      throw new GgufError('FILE_CHANGED', `${part.path} changed while it was being hashed`, part.size);
+    }
   });
   answer = { lines: hashPass(file, job.kinds, job.name, tensorKinds(job.kinds), false, undefined, job.first, job.end) };
   file.verify();

@@ -2,12 +2,14 @@
 // the model's lines (one stream over every byte, which cannot be split): on 2 cores --all went
 // 1.78x and --sha256 1.41x faster (bench/hash.ts); xxh64 alone stays on one thread. Each worker opens the same files itself
 // (cheap: a mapping, or reads in read mode) and hashes a run of tensors of about equal bytes.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { GgufError, type GgufErrorCode } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
+import { DEFAULT_LIMITS } from '../format/parse.js';
 import { hashPass, resolved, tensorKinds, type HashLine, type HashOptions } from './tensor-hashes.js';
 
 export interface ParallelHashOptions extends HashOptions {
@@ -20,10 +22,14 @@ export interface ParallelHashOptions extends HashOptions {
 
 /** What a worker is asked to hash, and what it answers. @internal */
 export interface HashJob {
+  /** Absolute: the worker's directory is the process's now, perhaps not the one the file was opened in. */
   paths: string[];
   mode: 'mmap' | 'read';
-  /** Each part's size, as this thread opened it: a file replaced meanwhile is FILE_CHANGED. */
+  /** Each part's size, device and inode as this thread sees them: a file replaced meanwhile is FILE_CHANGED. */
   sizes: number[];
+  identities: string[];
+  /** What this thread's open accepted (a file opened with raised limits opens there too). */
+  limits: { maxTensors: number; maxKeys: number };
   kinds: HashLine['kind'][];
   name: string;
   first: number;
@@ -49,10 +55,18 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
   if (perTensor.length === 0 || threads < 1 || (mode !== 'mmap' && mode !== 'read') || paths.some((p) => p === undefined) || workerPath === undefined || !existsSync(workerPath)) {
     return hashPass(file, kinds, name, perTensor, true, options.onProgress);
   }
+  const parts = file.partLayouts();
+  const limits = {
+    maxTensors: Math.max(DEFAULT_LIMITS.maxTensors, ...parts.map((p) => p.layout.tensors.count)),
+    maxKeys: Math.max(DEFAULT_LIMITS.maxKeys, ...parts.map((p) => p.layout.kvs.length)),
+  };
   const jobs = runsOfEqualBytes(file, threads).map(([first, end]): HashJob => ({
-    paths: paths as string[],
+    paths: (paths as string[]).map((p) => resolve(p)),
     mode,
     sizes: file.parts.map((p) => p.size),
+    // The files this thread has open (their identity when opened), not what the paths name now.
+    identities: parts.map((p) => (p.source.origin === undefined ? identityOf(p.path!) : `${p.source.origin.identity.dev}:${p.source.origin.identity.ino}`)),
+    limits,
     kinds: perTensor,
     name,
     first,
@@ -69,6 +83,12 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
     // Done, or failed here or in one of them: none is left running.
     for (const { worker } of workers) void worker.terminate();
   }
+}
+
+/** A file's device and inode, as `dev:ino` (what a worker compares its open file with). @internal */
+export function identityOf(path: string): string {
+  const st = statSync(path, { bigint: true });
+  return `${st.dev}:${st.ino}`;
 }
 
 /** Tensor index runs [first, end) of about equal bytes, one per thread. */

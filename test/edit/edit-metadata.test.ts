@@ -257,5 +257,10 @@ describe('rewriting a file this process has open, faults, and what a killed writ
       using g = openGguf(out);
       expect(g.metadata.get('general.name')).toBe('renamed');
     }
+    // Another host's temporary file (a folder shared over NFS), its pid not running here, stays.
+    const foreign = join(dir, '.killed-out-x.gguf.some-other-host.999999.0123456789ab.tmp');
+    writeFileSync(foreign, 'being written elsewhere');
+    expect(cli(input, '--set', 'general.name=renamed', '--out', join(dir, 'killed-out-x.gguf')).status).toBe(0);
+    expect(existsSync(foreign)).toBe(true);
   });
 });

@@ -21,25 +21,29 @@ Region::Identity IdentityOf(const struct stat& st) {
 }
 
 // Linux maps file pages by 2 MiB page-table entries only where the address and the file offset
-// agree modulo 2 MiB: files of 2 MiB and more are mapped at a 2 MiB-aligned address (reserved
-// with room to spare, the spare given back), so that advise('hugepage') can take effect. nullptr:
-// anywhere (smaller files, other systems, or no address space for the reservation).
-void* HugePageAligned(size_t size) {
+// agree modulo 2 MiB: files of 2 MiB and more are mapped at a 2 MiB-aligned address where one is
+// free, so that { hugePages: true } can take effect. The address is found by reserving room to
+// spare and giving it all back; the file is then mapped there with MAP_FIXED_NOREPLACE, which
+// fails rather than replace a mapping another thread made meanwhile (and MAP_FIXED is never
+// used: a failed MAP_FIXED may already have unmapped what was there).
+void* MapAligned(size_t size, int prot, int flags, int fd) {
 #ifdef __linux__
-  constexpr size_t kHuge = size_t{2} << 20;
-  if (size < kHuge || size > SIZE_MAX - kHuge) return nullptr;
-  void* reserved = mmap(nullptr, size + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED) return nullptr;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(reserved);
-  const uintptr_t aligned = (begin + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
-  if (aligned > begin) munmap(reserved, aligned - begin);
-  const uintptr_t end = begin + size + kHuge;
-  if (end > aligned + size) munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
-  return reinterpret_cast<void*>(aligned);
-#else
-  (void)size;
-  return nullptr;
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
 #endif
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size >= kHuge && size <= SIZE_MAX - kHuge) {
+    void* reserved = mmap(nullptr, size + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (reserved != MAP_FAILED) {
+      const uintptr_t aligned = (reinterpret_cast<uintptr_t>(reserved) + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
+      munmap(reserved, size + kHuge);
+      // A kernel before 4.17 takes the flag as a hint only: the mapping may land elsewhere.
+      void* addr = mmap(reinterpret_cast<void*>(aligned), size, prot, flags | MAP_FIXED_NOREPLACE, fd, 0);
+      if (addr != MAP_FAILED || errno != EEXIST) return addr;
+    }
+  }
+#endif
+  return mmap(nullptr, size, prot, flags, fd, 0);
 }
 
 }  // namespace
@@ -75,15 +79,12 @@ bool MapWholeFile(const char* path, MappedFile* out, MapError* error) {
   // must not fault; it copies that page for this process alone and never reaches the file.
   // Pages nobody writes stay the page cache's, shared with every other process reading the file.
   out->copy_on_write = true;
-  void* const at = HugePageAligned(out->size);
-  const int fixed = at != nullptr ? MAP_FIXED : 0;
-  void* addr = mmap(at, out->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE | fixed, fd, 0);
+  void* addr = MapAligned(out->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd);
   if (addr == MAP_FAILED && errno == ENOMEM) {
     // Strict overcommit charges a writable private mapping in full: fall back to read-only.
     out->copy_on_write = false;
-    addr = mmap(at, out->size, PROT_READ, MAP_PRIVATE | fixed, fd, 0);
+    addr = MapAligned(out->size, PROT_READ, MAP_PRIVATE, fd);
   }
-  if (addr == MAP_FAILED && at != nullptr) munmap(at, out->size);  // the reservation
   if (addr == MAP_FAILED) {
     *error = {errno, "mmap", nullptr};
     close(fd);
