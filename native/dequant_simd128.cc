@@ -1,8 +1,8 @@
-// WebAssembly SIMD128 kernels for the types most models are made of (Q4_K, Q6_K), where the
-// compiler's code for the portable ones is slow: clang leaves Q6_K's loops scalar and converts
-// Q4_K's nibbles to float through unsigned lanes, which engines emulate on x64. Only in the
-// WebAssembly build (scripts/build-wasm.sh); ggml's formulas and order of operations, as every
-// other set.
+// WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
+// slow (measured over 2.5x the native kernels': Q4_1, Q5_1, Q3_K, Q5_K, TQ1_0, MXFP4, NVFP4; and
+// Q4_K, Q6_K, Q5_0): clang leaves loops scalar or converts nibbles to float through unsigned lanes, which
+// engines emulate on x64. Only in the WebAssembly build (scripts/build-wasm.sh); ggml's formulas
+// and order of operations, as every other set (the AVX2 kernels are the model).
 #if defined(__wasm_simd128__)
 
 #include <wasm_simd128.h>
@@ -36,6 +36,177 @@ inline void StoreScaledInt8x16(float* out, v128_t q, v128_t scale) {
   v128_t floats[4];
   BytesToFloats<true>(q, floats);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_mul(floats[k], scale));
+}
+
+// product + m, keeping the product's NaN where it is one (ggml's C on x86, as ProductPlus in
+// dequant_kernels.h): only a NaN m makes it matter, so ordinary blocks take the plain add.
+inline v128_t ProductPlus(v128_t product, v128_t m, bool m_is_nan) {
+  const v128_t sum = wasm_f32x4_add(product, m);
+  return m_is_nan ? wasm_v128_bitselect(product, sum, wasm_f32x4_ne(product, product)) : sum;
+}
+
+// out[0..15] = (uint8 lanes of q) * d + m: ggml's q*d + m of the legacy affine types.
+inline void StoreMulAddUint8x16(float* out, v128_t q, v128_t d, v128_t m, bool m_is_nan) {
+  v128_t floats[4];
+  BytesToFloats<false>(q, floats);
+  for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, ProductPlus(wasm_f32x4_mul(floats[k], d), m, m_is_nan));
+}
+
+// Bytes 0x10 where bit j (lanes 0-15: bits 0-15; `high`: bits 16-31) of a Q5 block's qh is set.
+inline v128_t FifthBits(uint32_t qh, bool high) {
+  const v128_t words = wasm_u32x4_splat(qh);
+  const v128_t spread = high ? wasm_i8x16_shuffle(words, words, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)
+                             : wasm_i8x16_shuffle(words, words, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const v128_t bit = wasm_i8x16_make(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  return wasm_v128_and(wasm_i8x16_ne(wasm_v128_and(spread, bit), wasm_i8x16_splat(0)), wasm_i8x16_splat(16));
+}
+
+void Q4_1(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
+    const float mf = HalfToFloat(LoadU16(src + 2));
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
+    const v128_t q = wasm_v128_load(src + 4);
+    StoreMulAddUint8x16(out, wasm_v128_and(q, nibble), d, m, mf != mf);
+    StoreMulAddUint8x16(out + 16, wasm_u8x16_shr(q, 4), d, m, mf != mf);
+  }
+}
+
+void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t nibble = wasm_i8x16_splat(0x0f), sixteen = wasm_i8x16_splat(16);
+  for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
+    const uint32_t qh = LoadU32(src + 2);
+    const v128_t q = wasm_v128_load(src + 6);
+    // (nibble | fifth bit) - 16 as int8.
+    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), sixteen), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(wasm_u8x16_shr(q, 4), FifthBits(qh, true)), sixteen), d);
+  }
+}
+
+void Q5_1(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
+    const float mf = HalfToFloat(LoadU16(src + 2));
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
+    const uint32_t qh = LoadU32(src + 4);
+    const v128_t q = wasm_v128_load(src + 8);
+    StoreMulAddUint8x16(out, wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), d, m, mf != mf);
+    StoreMulAddUint8x16(out + 16, wasm_v128_or(wasm_u8x16_shr(q, 4), FifthBits(qh, true)), d, m, mf != mf);
+  }
+}
+
+void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t nibble = wasm_i8x16_splat(0x0f), sixteen = wasm_i8x16_splat(16);
+  for (size_t b = 0; b < nblocks; b++, src += 176) {
+    float scales[8], mins[8];
+    KScalesMins(src, HalfToFloat(LoadU16(src)), HalfToFloat(LoadU16(src + 2)), scales, mins);
+    const v128_t h0 = wasm_v128_load(src + 16), h1 = wasm_v128_load(src + 32);
+    const uint8_t* q = src + 48;
+    for (int g = 0; g < 4; g++, q += 32, out += 64) {
+      const v128_t low_bit = wasm_i8x16_splat(static_cast<int8_t>(1 << (2 * g)));
+      const v128_t high_bit = wasm_i8x16_splat(static_cast<int8_t>(2 << (2 * g)));
+      // Sixteen where the group's bit of qh[l] is set.
+      const auto fifth = [&](v128_t h, v128_t bit) { return wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(h, bit), bit), sixteen); };
+      const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
+      const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
+      const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
+      StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1);
+      StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1);
+      StoreAffineUint8x16(out + 32, wasm_v128_or(wasm_u8x16_shr(v0, 4), fifth(h0, high_bit)), d2, m2);
+      StoreAffineUint8x16(out + 48, wasm_v128_or(wasm_u8x16_shr(v1, 4), fifth(h1, high_bit)), d2, m2);
+    }
+  }
+}
+
+// The FP4 table (int8, doubled as ggml's) looked up by 16 nibbles at once.
+void MXFP4(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 17, out += 32) {
+    const v128_t d = wasm_f32x4_splat(E8M0Half(src[0]));
+    const v128_t q = wasm_v128_load(src + 1);
+    StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), d);
+  }
+}
+
+void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 36) {
+    for (int s = 0; s < 4; s += 2, out += 32) {
+      // Sub-blocks s and s + 1 (8 bytes each): each one's low nibbles, then its high ones.
+      const v128_t q = wasm_v128_load(src + 4 + 8 * s);
+      const v128_t lo = wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble));
+      const v128_t hi = wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4));
+      StoreScaledInt8x16(out, wasm_i64x2_shuffle(lo, hi, 0, 2), wasm_f32x4_splat(UE4M3Half(src[s])));
+      StoreScaledInt8x16(out + 16, wasm_i64x2_shuffle(lo, hi, 1, 3), wasm_f32x4_splat(UE4M3Half(src[s + 1])));
+    }
+  }
+}
+
+void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t two_bits = wasm_i8x16_splat(3), four = wasm_i8x16_splat(4), zero = wasm_i8x16_splat(0);
+  for (size_t b = 0; b < nblocks; b++, src += 110) {
+    const float d = HalfToFloat(LoadU16(src + 108));
+    // The 16 scales, 6 bits less 32: low nibbles of bytes 96-103, then their high nibbles; bits
+    // 4-5 from bit pair j / 4 of byte 104 + j % 4. Each d * scale, rounded once as ggml does.
+    const uint8_t* s = src + 96;
+    float dl[16];
+    for (int j = 0; j < 16; j++) {
+      const int low = j < 8 ? s[j] & 0xf : s[j - 8] >> 4;
+      const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+      dl[j] = d * static_cast<float>((low | (high << 4)) - 32);
+    }
+    const v128_t hmask[2] = {wasm_v128_load(src), wasm_v128_load(src + 16)};
+    const float* scale = dl;
+    for (int half = 0; half < 2; half++) {
+      const v128_t v[2] = {wasm_v128_load(src + 32 + 32 * half), wasm_v128_load(src + 48 + 32 * half)};
+      for (int shift = 0; shift < 8; shift += 2, out += 32, scale += 2) {
+        const v128_t bit = wasm_i8x16_splat(static_cast<int8_t>(1 << ((shift >> 1) + 4 * half)));
+        // Two bits of qs, less 4 where the element's hmask bit is clear; 16 elements per scale.
+        for (int k = 0; k < 2; k++) {
+          v128_t q = wasm_v128_and(wasm_u8x16_shr(v[k], shift), two_bits);
+          q = wasm_i8x16_sub(q, wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(hmask[k], bit), zero), four));
+          StoreScaledInt8x16(out + 16 * k, q, wasm_f32x4_splat(scale[k]));
+        }
+      }
+    }
+  }
+}
+
+// TQ1_0: digit n of byte x is (x * 3^n mod 256) * 3 >> 8, which is 0 below 86, 1 below 171, else
+// 2. So 16 bytes at once: q = x * 3^n mod 256 by wrapping byte adds (q, then 3q), the digit less 1
+// from two unsigned compares.
+inline v128_t TimesThree(v128_t q) { return wasm_i8x16_add(wasm_i8x16_add(q, q), q); }
+
+inline v128_t TernaryDigitLessOne(v128_t q) {
+  // -1 - (q >= 86 ? -1 : 0) - (q >= 171 ? -1 : 0)
+  const v128_t one = wasm_u8x16_ge(q, wasm_u8x16_splat(86)), two = wasm_u8x16_ge(q, wasm_u8x16_splat(171));
+  return wasm_i8x16_sub(wasm_i8x16_sub(wasm_i8x16_splat(-1), one), two);
+}
+
+void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 54) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src + 52)));
+    v128_t q0 = wasm_v128_load(src), q1 = wasm_v128_load(src + 16), q2 = wasm_v128_load(src + 32);
+    for (int n = 0; n < 5; n++, out += 32) {
+      StoreScaledInt8x16(out, TernaryDigitLessOne(q0), d);
+      StoreScaledInt8x16(out + 16, TernaryDigitLessOne(q1), d);
+      q0 = TimesThree(q0);
+      q1 = TimesThree(q1);
+    }
+    for (int n = 0; n < 5; n++, out += 16) {
+      StoreScaledInt8x16(out, TernaryDigitLessOne(q2), d);
+      q2 = TimesThree(q2);
+    }
+    // The last 16 values: digits 0-3 of the four qh bytes 48-51, digit by digit: the bytes four
+    // times over, times 1, 3, 9, 27 by lane group.
+    const v128_t x = wasm_u32x4_splat(LoadU32(src + 48));
+    const v128_t x3 = TimesThree(x), x9 = TimesThree(x3), x27 = TimesThree(x9);
+    const v128_t q = wasm_i32x4_shuffle(wasm_i32x4_shuffle(x, x3, 0, 4, 0, 0), wasm_i32x4_shuffle(x9, x27, 0, 4, 0, 0), 0, 1, 4, 5);
+    StoreScaledInt8x16(out, TernaryDigitLessOne(q), d);
+    out += 16;
+  }
 }
 
 void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
@@ -89,9 +260,9 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // The types with a SIMD128 kernel; the others use the portable set (compiled with -msimd128).
 const KernelSet kSimd128Kernels = {
-    nullptr, nullptr, nullptr, nullptr, Q4_K, nullptr, Q6_K, nullptr,
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-    nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, Q4_K, Q5_K, Q6_K, nullptr,
+    Q4_1, Q5_0, Q5_1, nullptr, nullptr, MXFP4, NVFP4, nullptr, Q3_K, nullptr,
+    nullptr, TQ1_0, nullptr,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
