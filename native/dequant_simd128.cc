@@ -1,6 +1,6 @@
 // WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
-// slow (measured over 2.5x the native kernels': Q4_1, Q5_1, Q3_K, Q5_K, TQ1_0, MXFP4, NVFP4; and
-// Q4_K, Q6_K, Q5_0): clang leaves loops scalar or converts nibbles to float through unsigned lanes, which
+// slow (measured at or over 2.5x the native kernels': Q4_1, Q5_1, Q1_0, Q3_K, Q5_K, TQ1_0, IQ4_NL,
+// MXFP4, NVFP4; and Q4_K, Q6_K, Q5_0; F16 by its bits measured slower than the portable table): clang leaves loops scalar or converts nibbles to float through unsigned lanes, which
 // engines emulate on x64. Only in the WebAssembly build (scripts/build-wasm.sh); ggml's formulas
 // and order of operations, as every other set (the AVX2 kernels are the model).
 #if defined(__wasm_simd128__)
@@ -59,6 +59,30 @@ inline v128_t FifthBits(uint32_t qh, bool high) {
                              : wasm_i8x16_shuffle(words, words, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const v128_t bit = wasm_i8x16_make(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
   return wasm_v128_and(wasm_i8x16_ne(wasm_v128_and(spread, bit), wasm_i8x16_splat(0)), wasm_i8x16_splat(16));
+}
+
+void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
+    const v128_t q = wasm_v128_load(src + 2);
+    StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), d);
+  }
+}
+
+// Q1_0: +d where the element's bit is set, -d (negation, so a NaN flips sign as in ggml) where not.
+void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t low_bits = wasm_i32x4_make(1, 2, 4, 8), high_bits = wasm_i32x4_make(16, 32, 64, 128);
+  for (size_t b = 0; b < nblocks; b++, src += 18) {
+    const float df = HalfToFloat(LoadU16(src));
+    const v128_t d = wasm_f32x4_splat(df), nd = wasm_f32x4_splat(-df), zero = wasm_i32x4_splat(0);
+    for (int i = 0; i < 16; i++, out += 8) {
+      const v128_t byte = wasm_i32x4_splat(src[2 + i]);
+      wasm_v128_store(out, wasm_v128_bitselect(d, nd, wasm_i32x4_ne(wasm_v128_and(byte, low_bits), zero)));
+      wasm_v128_store(out + 4, wasm_v128_bitselect(d, nd, wasm_i32x4_ne(wasm_v128_and(byte, high_bits), zero)));
+    }
+  }
 }
 
 void Q4_1(const uint8_t* src, size_t nblocks, float* out) {
@@ -260,8 +284,8 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // The types with a SIMD128 kernel; the others use the portable set (compiled with -msimd128).
 const KernelSet kSimd128Kernels = {
-    nullptr, nullptr, nullptr, nullptr, Q4_K, Q5_K, Q6_K, nullptr,
-    Q4_1, Q5_0, Q5_1, nullptr, nullptr, MXFP4, NVFP4, nullptr, Q3_K, nullptr,
+    nullptr, nullptr, nullptr, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, nullptr, Q3_K, nullptr,
     nullptr, TQ1_0, nullptr,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
