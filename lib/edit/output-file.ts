@@ -94,7 +94,7 @@ export function writeAll(fd: number, bytes: Uint8Array, position?: number): void
  */
 export function writeTemporaryWith(path: string, write: (fd: number) => void): string {
   removeStaleTemporaries(path);
-  const temp = join(dirname(path), `${temporaryPrefix(path)}${HOST}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const temp = join(dirname(path), `${temporaryPrefix(path)}${writerHost()}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx');
   try {
     write(fd);
@@ -119,7 +119,19 @@ function temporaryPrefix(path: string): string {
 // The writer's host in its temporary files' names: a pid says whether a writer is gone only on
 // the machine (and pid namespace: a container has a hostname of its own) that ran it; a folder
 // shared over NFS or between containers has other writers' files too.
-const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40) || 'host';
+// Asked when first needed, not at import (Deno asks for a permission to tell it), and a runtime
+// that refuses gives a fixed name: its temporary files are then told apart by pid alone.
+let host: string | undefined;
+function writerHost(): string {
+  if (host === undefined) {
+    try {
+      host = hostname().replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40) || 'host';
+    } catch {
+      host = 'host';
+    }
+  }
+  return host;
+}
 
 /**
  * Removes the temporary files of `path` left by a writer that was killed (its process gone): the
@@ -136,7 +148,7 @@ function removeStaleTemporaries(path: string): void {
   for (const name of names) {
     if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
     const m = /^([A-Za-z0-9_-]+)\.(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length));
-    if (m === null || m[1] !== HOST || processAlive(Number(m[2]))) continue;
+    if (m === null || m[1] !== writerHost() || processAlive(Number(m[2]))) continue;
     rmSync(join(dirname(path), name), { force: true });
   }
 }
