@@ -85,16 +85,25 @@ void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
-void Q4_1(const uint8_t* src, size_t nblocks, float* out) {
+// The affine legacy types, q * d + m: Q4_1 (4-bit q at byte 4) and Q5_1 (the fifth bits in the
+// uint32 at 4, q at 8). One loop; kFifthBits picks the layout.
+template <bool kFifthBits>
+void AffineLegacy(const uint8_t* src, size_t nblocks, float* out) {
+  constexpr size_t kBlockBytes = kFifthBits ? 24 : 20, kQuants = kFifthBits ? 8 : 4;
   const v128_t nibble = wasm_i8x16_splat(0x0f);
-  for (size_t b = 0; b < nblocks; b++, src += 20, out += 32) {
+  for (size_t b = 0; b < nblocks; b++, src += kBlockBytes, out += 32) {
     const float mf = HalfToFloat(LoadU16(src + 2));
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
-    const v128_t q = wasm_v128_load(src + 4);
-    StoreMulAddUint8x16(out, wasm_v128_and(q, nibble), d, m, mf != mf);
-    StoreMulAddUint8x16(out + 16, wasm_u8x16_shr(q, 4), d, m, mf != mf);
+    const uint32_t qh = kFifthBits ? LoadU32(src + 4) : 0;
+    const v128_t q = wasm_v128_load(src + kQuants);
+    const v128_t low = wasm_v128_and(q, nibble), high = wasm_u8x16_shr(q, 4);
+    StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBits(qh, false)) : low, d, m, mf != mf);
+    StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBits(qh, true)) : high, d, m, mf != mf);
   }
 }
+
+void Q4_1(const uint8_t* src, size_t nblocks, float* out) { AffineLegacy<false>(src, nblocks, out); }
+void Q5_1(const uint8_t* src, size_t nblocks, float* out) { AffineLegacy<true>(src, nblocks, out); }
 
 void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
   const v128_t nibble = wasm_i8x16_splat(0x0f), sixteen = wasm_i8x16_splat(16);
@@ -105,18 +114,6 @@ void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
     // (nibble | fifth bit) - 16 as int8.
     StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), sixteen), d);
     StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(wasm_u8x16_shr(q, 4), FifthBits(qh, true)), sixteen), d);
-  }
-}
-
-void Q5_1(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f);
-  for (size_t b = 0; b < nblocks; b++, src += 24, out += 32) {
-    const float mf = HalfToFloat(LoadU16(src + 2));
-    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
-    const uint32_t qh = LoadU32(src + 4);
-    const v128_t q = wasm_v128_load(src + 8);
-    StoreMulAddUint8x16(out, wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), d, m, mf != mf);
-    StoreMulAddUint8x16(out + 16, wasm_v128_or(wasm_u8x16_shr(q, 4), FifthBits(qh, true)), d, m, mf != mf);
   }
 }
 

@@ -194,15 +194,18 @@ function warm(args: string[]): number {
   const files = args.filter((a) => a !== '--no-split');
   if (files.length !== 1 || files[0]!.startsWith('--')) throw new UsageError('warm takes one FILE (and --no-split)');
   const g = openGguf(files[0]!, { mode: 'mmap', split: !args.includes('--no-split') });
-  const tty = process.stderr.isTTY ? process.stderr : undefined;
+  // The bar from the start: warming is the whole point of the command.
+  const bar = progressBar(process.stderr.isTTY ? process.stderr : undefined, { afterMs: 0 });
   const start = performance.now();
   const rate = (bytes: number) => `${((bytes / 1e6) / Math.max(1e-3, (performance.now() - start) / 1000)).toFixed(0)} MB/s`;
   const run = async () => {
     try {
-      const { bytes } = await g.prefetch({
-        onProgress: (done, total) => tty?.write(`\r[${'#'.repeat(Math.round((done / total) * 30)).padEnd(30, '.')}] ${Math.floor((done / total) * 100)}%  ${rate(done)}`),
-      });
-      tty?.write('\r\x1b[K');
+      let bytes: number;
+      try {
+        ({ bytes } = await g.prefetch({ onProgress: bar.update }));
+      } finally {
+        bar.end();
+      }
       // Pages lost meanwhile (the file truncated or changed): FILE_CHANGED, not a warm file.
       g.verify();
       const { resident, total } = g.residency();

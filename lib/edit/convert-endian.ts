@@ -6,7 +6,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
-import { swapBlockFields } from '../format/byte-order.js';
+import { reverseBytes, swapBlockFields } from '../format/byte-order.js';
 import type { GgufLayout } from '../format/parse.js';
 import { FIXED_VALUE_SIZE, GGUF_VALUE_TYPES } from '../format/value-types.js';
 import { commit, refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
@@ -76,13 +76,7 @@ function swapHeader(bytes: Uint8Array, layout: GgufLayout): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const le = layout.littleEndian;
   const countSize = layout.version >= 2 ? 8 : 4;
-  const swap = (at: number, width: number) => {
-    for (let i = 0, j = at + width - 1, k = at; i < width >> 1; i++, j--, k++) {
-      const t = bytes[k]!;
-      bytes[k] = bytes[j]!;
-      bytes[j] = t;
-    }
-  };
+  const swap = (at: number, width: number) => reverseBytes(bytes, at, width);
   /** A count or length at `at` (read before it is swapped), and swapped. */
   const count = (at: number): number => {
     const n = countSize === 8 ? Number(view.getBigUint64(at, le)) : view.getUint32(at, le);

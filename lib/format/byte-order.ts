@@ -12,12 +12,13 @@ export function swapBlockFields(type: GgmlType, bytes: Uint8Array): void {
   }
   for (const [offset, width, count] of wideFields) {
     for (let b = 0; b < nblocks; b++) {
-      for (let f = 0, o = b * typeSize + offset; f < count; f++, o += width) swapOne(bytes, o, width);
+      for (let f = 0, o = b * typeSize + offset; f < count; f++, o += width) reverseBytes(bytes, o, width);
     }
   }
 }
 
-function swapOne(bytes: Uint8Array, o: number, width: number): void {
+/** Reverses the `width` bytes at `o`, in place (one number to the other byte order). */
+export function reverseBytes(bytes: Uint8Array, o: number, width: number): void {
   for (let i = 0, j = o + width - 1, k = o; i < width >> 1; i++, j--, k++) {
     const t = bytes[k]!;
     bytes[k] = bytes[j]!;
@@ -48,5 +49,5 @@ function swapAll(bytes: Uint8Array, width: 2 | 4 | 8): void {
     }
     return;
   }
-  for (let o = 0; o < bytes.length; o += width) swapOne(bytes, o, width);
+  for (let o = 0; o < bytes.length; o += width) reverseBytes(bytes, o, width);
 }
