@@ -138,7 +138,8 @@ describe('read mode bounds', () => {
       const before = fds();
       for (let i = 0; i < 300; i++) openGguf(${JSON.stringify(file)}, { mode: 'read' }).tensor('f').f32();
       const open = fds() - before;
-      for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
+      // Finalizers run on a later task; a loaded machine (wine, CI) needs more turns than an idle one.
+      for (let i = 0; i < 100 && fds() - before >= 10; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
       console.log(JSON.stringify({ open, left: fds() - before }));
     `,
       ['--expose-gc'],
