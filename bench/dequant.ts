@@ -3,7 +3,8 @@
 // the same array measured just before, in the same run: the native kernels of each instruction set
 // this CPU has (AVX-512, AVX2, portable C++), the WebAssembly ones (where built), the TypeScript
 // ones, and gguf-py (numpy) where Python has it. Blocks are ggml's own (the quantizer's output in
-// ../shared/reference, tiled) where present, else random quants with moderate scales. Then async:
+// ../shared/reference, tiled) where present, else random quants with moderate scales; F16 and BF16
+// are normally distributed weights (weightBits). Then async:
 // one part on one libuv thread against one per core. Arguments, if any, restrict the first table
 // to those type names.
 import { spawnSync } from 'node:child_process';
@@ -35,8 +36,41 @@ function ggmlBlocks(type: GgmlType): Uint8Array | undefined {
   return existsSync(path) ? new Uint8Array(readFileSync(path)) : undefined;
 }
 
+// F16 and BF16 tensors hold weights: drawn here from a normal distribution of standard deviation
+// 0.02 (a usual scale for trained weights): about 1 half in 400 is subnormal or zero. The uniform
+// bits used before made 1 in 16 so, which the WebAssembly F16 kernel takes on a slower path.
+function weightBits(type: 'F16' | 'BF16', count: number): Uint16Array {
+  const bits = new Uint16Array(count);
+  const f32 = new Float32Array(1);
+  const u32 = new Uint32Array(f32.buffer);
+  let x = 0x2545f491;
+  const uniform = () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return ((x >>> 0) + 0.5) / 2 ** 32;
+  };
+  for (let i = 0; i < count; i++) {
+    f32[0] = 0.02 * Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+    const f = u32[0]!;
+    if (type === 'BF16') {
+      bits[i] = f >>> 16;
+      continue;
+    }
+    const sign = (f >>> 16) & 0x8000;
+    const exponent = ((f >>> 23) & 0xff) - 112; // the half's exponent field (truncated mantissa: data, not a conversion)
+    const magnitude = Math.abs(f32[0]);
+    bits[i] = sign | (exponent > 0 ? (exponent << 10) | ((f >>> 13) & 0x3ff) : Math.round(magnitude * 2 ** 24));
+  }
+  return bits;
+}
+
 function benchBlocks(type: GgmlType): Uint8Array {
   const bytes = new Uint8Array((ELEMENTS / type.blockSize) * type.typeSize);
+  if (type.name === 'F16' || type.name === 'BF16') {
+    const bits = weightBits(type.name, ELEMENTS);
+    return new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength); // little-endian host
+  }
   const real = ggmlBlocks(type);
   if (real !== undefined && real.length >= type.typeSize) {
     const whole = real.subarray(0, real.length - (real.length % type.typeSize));
@@ -57,7 +91,6 @@ function benchBlocks(type: GgmlType): Uint8Array {
   const scales = F16_SCALES[type.name] ?? [];
   for (let o = 0; o < bytes.length; o += type.typeSize) for (const at of scales) view.setUint16(o + at, 0x2c00, true); // 1/16
   if (type.name === 'Q8_K') for (let o = 0; o < bytes.length; o += type.typeSize) view.setFloat32(o, 0.01, true);
-  if (type.name === 'F16' || type.name === 'BF16') for (let o = 1; o < bytes.length; o += 2) bytes[o]! &= 0x3f; // finite values
   if (type.name === 'F32') for (let o = 3; o < bytes.length; o += 4) bytes[o]! &= 0x3f;
   if (type.name === 'F64') for (let o = 7; o < bytes.length; o += 8) bytes[o]! &= 0x3f;
   return bytes;

@@ -1,8 +1,12 @@
 // WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
-// slow (measured at or over 2.5x the native kernels': Q4_1, Q5_1, Q1_0, Q3_K, Q5_K, TQ1_0, IQ4_NL,
-// MXFP4, NVFP4; and Q4_K, Q6_K, Q5_0; F16 by its bits measured slower than the portable table): clang leaves loops scalar or converts nibbles to float through unsigned lanes, which
-// engines emulate on x64. Only in the WebAssembly build (scripts/build-wasm.sh); ggml's formulas
-// and order of operations, as every other set (the AVX2 kernels are the model).
+// slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_1, Q5_0, Q5_1, Q1_0,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's code
+// under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int to
+// float through unsigned lanes (BytesToFloats); byte multiplies (TimesThree) and byte shifts by a
+// variable (the unrolled loops), each emulated in many instructions; constants moved into a branch
+// (F16), which V8 builds again on every pass. Only in the WebAssembly build
+// (scripts/build-wasm.sh); ggml's formulas and order of operations, as every other set (the AVX2
+// kernels are the model).
 #if defined(__wasm_simd128__)
 
 #include <wasm_simd128.h>
@@ -12,16 +16,20 @@
 namespace gguf_mmap {
 namespace {
 
-// The 16 byte lanes of q (zero- or sign-extended) as floats, in element order; the int-to-float
-// conversion is the signed one (exact for these small values, and one instruction on every engine).
+// The 16 byte lanes of q (zero- or sign-extended) as floats, in element order, exactly. Signed:
+// f32x4.convert_i32x4_s, one instruction on every engine. Unsigned: clang turns that conversion of
+// a zero-extended value into convert_i32x4_u, which V8 emulates on x64 in eight instructions, so
+// the lanes (below 2^23) go through the float 2^23 + x, less 2^23: two instructions, same value.
 template <bool kSigned>
 inline void BytesToFloats(v128_t q, v128_t floats[4]) {
   const v128_t low = kSigned ? wasm_i16x8_extend_low_i8x16(q) : wasm_u16x8_extend_low_u8x16(q);
   const v128_t high = kSigned ? wasm_i16x8_extend_high_i8x16(q) : wasm_u16x8_extend_high_u8x16(q);
-  floats[0] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(low));
-  floats[1] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(low));
-  floats[2] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(high));
-  floats[3] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(high));
+  const v128_t words[4] = {wasm_i32x4_extend_low_i16x8(low), wasm_i32x4_extend_high_i16x8(low),
+                           wasm_i32x4_extend_low_i16x8(high), wasm_i32x4_extend_high_i16x8(high)};
+  for (int k = 0; k < 4; k++) {
+    floats[k] = kSigned ? wasm_f32x4_convert_i32x4(words[k])
+                        : wasm_f32x4_sub(wasm_v128_or(words[k], wasm_i32x4_splat(0x4b000000)), wasm_f32x4_splat(0x1p23f));
+  }
 }
 
 // out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
@@ -61,6 +69,60 @@ inline v128_t FifthBits(uint32_t qh, bool high) {
   return wasm_v128_and(wasm_i8x16_ne(wasm_v128_and(spread, bit), wasm_i8x16_splat(0)), wasm_i8x16_splat(16));
 }
 
+// Four halves (in 32-bit lanes) as floats, without branches: the exponent moved to float32's bias; an
+// infinity or NaN (exponent 31) moved once more to 255, a NaN made quiet (as ggml and F16C do);
+// a zero or subnormal (exponent 0) is m * 2^-24, made exactly as 2^-14 * (1 + m / 1024) - 2^-14.
+inline v128_t HalvesToFloats(v128_t h) {
+  const v128_t o = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+  const v128_t e = wasm_v128_and(o, wasm_i32x4_splat(0x0f800000));
+  const v128_t rebias = wasm_i32x4_splat(112 << 23);
+  v128_t f = wasm_i32x4_add(o, rebias);
+  f = wasm_i32x4_add(f, wasm_v128_and(wasm_i32x4_eq(e, wasm_i32x4_splat(0x0f800000)), rebias));
+  const v128_t tiny = wasm_f32x4_sub(wasm_i32x4_add(f, wasm_i32x4_splat(1 << 23)), wasm_f32x4_splat(0x1p-14f));
+  f = wasm_v128_bitselect(tiny, f, wasm_i32x4_eq(e, wasm_i32x4_splat(0)));
+  f = wasm_v128_or(f, wasm_v128_and(wasm_i32x4_gt(f, wasm_i32x4_splat(0x7f800000)), wasm_i32x4_splat(0x00400000)));
+  return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
+}
+
+// F16, eight at a time. Where all eight halves are normal (as in trained weights, but for the
+// rare zero or subnormal) the work stays in 16-bit lanes: the float of s|e|m has the high half
+// s | ((x & 0x7fff) >> 3) + (112 << 7) and the low half x << 13. Other eights: HalvesToFloats.
+void F16(const uint8_t* src, size_t n, float* out) {
+  const v128_t exponent = wasm_i16x8_splat(0x7c00), sign = wasm_i16x8_splat(static_cast<int16_t>(0x8000));
+  const v128_t bias = wasm_i16x8_splat(112 << 7), zero = wasm_i16x8_splat(0);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v128_t x = wasm_v128_load(src + 2 * i);
+    const v128_t high = wasm_v128_or(wasm_v128_and(x, sign), wasm_i16x8_add(wasm_u16x8_shr(wasm_v128_andnot(x, sign), 3), bias));
+    const v128_t low = wasm_i16x8_shl(x, 13);
+    wasm_v128_store(out + i, wasm_i16x8_shuffle(low, high, 0, 8, 1, 9, 2, 10, 3, 11));
+    wasm_v128_store(out + i + 4, wasm_i16x8_shuffle(low, high, 4, 12, 5, 13, 6, 14, 7, 15));
+    // Written over where needed, rather than on one side of a branch: clang would then move the
+    // constants into the branch, and V8 builds each again on every pass.
+    const v128_t e = wasm_v128_and(x, exponent);
+    if (wasm_v128_any_true(wasm_v128_or(wasm_i16x8_eq(e, zero), wasm_i16x8_eq(e, exponent)))) {
+      wasm_v128_store(out + i, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x)));
+      wasm_v128_store(out + i + 4, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x)));
+    }
+  }
+  for (; i < n; i++) out[i] = HalfToFloat(LoadU16(src + 2 * i));
+}
+
+// BF16: the 16 bits become the float's high half, 8 at a time.
+void BF16(const uint8_t* src, size_t n, float* out) {
+  const v128_t zero = wasm_i16x8_splat(0);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v128_t x = wasm_v128_load(src + 2 * i);
+    wasm_v128_store(out + i, wasm_i16x8_shuffle(zero, x, 0, 8, 1, 9, 2, 10, 3, 11));
+    wasm_v128_store(out + i + 4, wasm_i16x8_shuffle(zero, x, 4, 12, 5, 13, 6, 14, 7, 15));
+  }
+  for (; i < n; i++) {
+    const uint32_t bits = static_cast<uint32_t>(LoadU16(src + 2 * i)) << 16;
+    std::memcpy(out + i, &bits, 4);
+  }
+}
+
 void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
   const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = wasm_i8x16_splat(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
@@ -68,6 +130,23 @@ void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t q = wasm_v128_load(src + 2);
     StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), d);
     StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), d);
+  }
+}
+
+// IQ4_XS: IQ4_NL's values looked up 16 nibbles at once, 8 sub-blocks of 32 with 6-bit scales
+// (bias 32), each d * scale rounded once as ggml does.
+void IQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = wasm_i8x16_splat(0x0f);
+  for (size_t b = 0; b < nblocks; b++, src += 136) {
+    const float d = HalfToFloat(LoadU16(src));
+    const uint16_t scales_high = LoadU16(src + 2);
+    for (int ib = 0; ib < 8; ib++, out += 32) {
+      const int ls = ((src[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) | (((scales_high >> (2 * ib)) & 3) << 4);
+      const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(ls - 32));
+      const v128_t q = wasm_v128_load(src + 8 + 16 * ib);
+      StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), dl);
+      StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), dl);
+    }
   }
 }
 
@@ -165,6 +244,27 @@ void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
+// Q2_K: 16 sub-blocks of 16, each with its scale (low nibble) and min (high nibble) in one byte.
+void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t two_bits = wasm_i8x16_splat(3);
+  for (size_t b = 0; b < nblocks; b++, src += 84) {
+    const float d = HalfToFloat(LoadU16(src + 80)), dmin = HalfToFloat(LoadU16(src + 82));
+    const uint8_t* scales = src;
+    for (int half = 0; half < 2; half++) {
+      const v128_t v[2] = {wasm_v128_load(src + 16 + 32 * half), wasm_v128_load(src + 32 + 32 * half)};
+      // Unrolled, so that each shift is a constant (V8 shifts bytes by a variable in five instructions).
+#pragma clang loop unroll(full)
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; part++, scales++, out += 16) {
+          const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(*scales & 0xf));
+          const v128_t ml = wasm_f32x4_splat(dmin * static_cast<float>(*scales >> 4));
+          StoreAffineUint8x16(out, wasm_v128_and(wasm_u8x16_shr(v[part], shift), two_bits), dl, ml);
+        }
+      }
+    }
+  }
+}
+
 void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
   const v128_t two_bits = wasm_i8x16_splat(3), four = wasm_i8x16_splat(4), zero = wasm_i8x16_splat(0);
   for (size_t b = 0; b < nblocks; b++, src += 110) {
@@ -182,6 +282,7 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
     const float* scale = dl;
     for (int half = 0; half < 2; half++) {
       const v128_t v[2] = {wasm_v128_load(src + 32 + 32 * half), wasm_v128_load(src + 48 + 32 * half)};
+#pragma clang loop unroll(full)  // constant shifts, as in Q2_K
       for (int shift = 0; shift < 8; shift += 2, out += 32, scale += 2) {
         const v128_t bit = wasm_i8x16_splat(static_cast<int8_t>(1 << ((shift >> 1) + 4 * half)));
         // Two bits of qs, less 4 where the element's hmask bit is clear; 16 elements per scale.
@@ -198,7 +299,14 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
 // TQ1_0: digit n of byte x is (x * 3^n mod 256) * 3 >> 8, which is 0 below 86, 1 below 171, else
 // 2. So 16 bytes at once: q = x * 3^n mod 256 by wrapping byte adds (q, then 3q), the digit less 1
 // from two unsigned compares.
-inline v128_t TimesThree(v128_t q) { return wasm_i8x16_add(wasm_i8x16_add(q, q), q); }
+// Byte lanes times 3, through 16-bit multiplies: WebAssembly has no i8x16.mul, and clang turns
+// q + q + q into one, which V8 then runs lane by lane (measured 3-4x slower for the whole kernel).
+inline v128_t TimesThree(v128_t q) {
+  const v128_t three = wasm_i16x8_splat(3), high_bytes = wasm_i16x8_splat(static_cast<int16_t>(0xff00));
+  const v128_t even = wasm_i16x8_mul(q, three);                              // low bytes right
+  const v128_t odd = wasm_i16x8_mul(wasm_v128_and(q, high_bytes), three);  // high bytes right
+  return wasm_v128_bitselect(odd, even, high_bytes);
+}
 
 inline v128_t TernaryDigitLessOne(v128_t q) {
   // -1 - (q >= 86 ? -1 : 0) - (q >= 171 ? -1 : 0)
@@ -281,9 +389,9 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // The types with a SIMD128 kernel; the others use the portable set (compiled with -msimd128).
 const KernelSet kSimd128Kernels = {
-    nullptr, nullptr, nullptr, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
-    Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, nullptr, Q3_K, nullptr,
-    nullptr, TQ1_0, nullptr,
+    F16, BF16, nullptr, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, Q2_K, Q3_K, nullptr,
+    IQ4_XS, TQ1_0, nullptr,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
