@@ -1,5 +1,5 @@
 // WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
-// slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_1, Q5_0, Q5_1, Q1_0,
+// slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q1_0,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's code
 // under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int to
 // float through unsigned lanes (BytesToFloats); byte multiplies (TimesThree) and byte shifts by a
@@ -31,6 +31,10 @@ inline void BytesToFloats(v128_t q, v128_t floats[4]) {
                         : wasm_f32x4_sub(wasm_v128_or(words[k], wasm_i32x4_splat(0x4b000000)), wasm_f32x4_splat(0x1p23f));
   }
 }
+
+// The high nibble of each byte: a 16-bit shift, then the caller's mask, which stays in a register
+// (V8 builds i8x16.shr_u's own mask again at every use: three more instructions).
+inline v128_t HighNibbles(v128_t q, v128_t nibble) { return wasm_v128_and(wasm_u16x8_shr(q, 4), nibble); }
 
 // out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
 inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min) {
@@ -84,25 +88,42 @@ inline v128_t HalvesToFloats(v128_t h) {
   return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
 }
 
-// F16, eight at a time. Where all eight halves are normal (as in trained weights, but for the
-// rare zero or subnormal) the work stays in 16-bit lanes: the float of s|e|m has the high half
-// s | ((x & 0x7fff) >> 3) + (112 << 7) and the low half x << 13. Other eights: HalvesToFloats.
+// Eight normal halves' floats, stored at out, in 16-bit lanes: the float of s|e|m has the high
+// half s | ((x & 0x7fff) >> 3) + (112 << 7) and the low half x << 13.
+inline void StoreNormalHalves(float* out, v128_t x, v128_t sign, v128_t bias) {
+  const v128_t high = wasm_v128_or(wasm_v128_and(x, sign), wasm_i16x8_add(wasm_u16x8_shr(wasm_v128_andnot(x, sign), 3), bias));
+  const v128_t low = wasm_i16x8_shl(x, 13);
+  wasm_v128_store(out, wasm_i16x8_shuffle(low, high, 0, 8, 1, 9, 2, 10, 3, 11));
+  wasm_v128_store(out + 4, wasm_i16x8_shuffle(low, high, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+
+// Lanes of zero or subnormal (exponent 0), infinity or NaN (exponent 31).
+inline v128_t SpecialHalves(v128_t x, v128_t exponent) {
+  const v128_t e = wasm_v128_and(x, exponent);
+  return wasm_v128_or(wasm_i16x8_eq(e, wasm_i16x8_splat(0)), wasm_i16x8_eq(e, exponent));
+}
+
+inline void StoreAnyHalves(float* out, v128_t x) {
+  wasm_v128_store(out, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x)));
+  wasm_v128_store(out + 4, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x)));
+}
+
+// F16: where all halves are normal (as in trained weights, but for the rare zero or subnormal),
+// StoreNormalHalves; elsewhere HalvesToFloats.
 void F16(const uint8_t* src, size_t n, float* out) {
   const v128_t exponent = wasm_i16x8_splat(0x7c00), sign = wasm_i16x8_splat(static_cast<int16_t>(0x8000));
-  const v128_t bias = wasm_i16x8_splat(112 << 7), zero = wasm_i16x8_splat(0);
+  const v128_t bias = wasm_i16x8_splat(112 << 7);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const v128_t x = wasm_v128_load(src + 2 * i);
-    const v128_t high = wasm_v128_or(wasm_v128_and(x, sign), wasm_i16x8_add(wasm_u16x8_shr(wasm_v128_andnot(x, sign), 3), bias));
-    const v128_t low = wasm_i16x8_shl(x, 13);
-    wasm_v128_store(out + i, wasm_i16x8_shuffle(low, high, 0, 8, 1, 9, 2, 10, 3, 11));
-    wasm_v128_store(out + i + 4, wasm_i16x8_shuffle(low, high, 4, 12, 5, 13, 6, 14, 7, 15));
-    // Written over where needed, rather than on one side of a branch: clang would then move the
-    // constants into the branch, and V8 builds each again on every pass.
-    const v128_t e = wasm_v128_and(x, exponent);
-    if (wasm_v128_any_true(wasm_v128_or(wasm_i16x8_eq(e, zero), wasm_i16x8_eq(e, exponent)))) {
-      wasm_v128_store(out + i, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x)));
-      wasm_v128_store(out + i + 4, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x)));
+  // Sixteen at a time, one test for both eights. Written over where needed, rather than on one
+  // side of a branch: clang would then move the constants into the branch, and V8 builds each
+  // again on every pass.
+  for (; i + 16 <= n; i += 16) {
+    const v128_t x0 = wasm_v128_load(src + 2 * i), x1 = wasm_v128_load(src + 2 * i + 16);
+    StoreNormalHalves(out + i, x0, sign, bias);
+    StoreNormalHalves(out + i + 8, x1, sign, bias);
+    if (wasm_v128_any_true(wasm_v128_or(SpecialHalves(x0, exponent), SpecialHalves(x1, exponent)))) {
+      StoreAnyHalves(out + i, x0);
+      StoreAnyHalves(out + i + 8, x1);
     }
   }
   for (; i < n; i++) out[i] = HalfToFloat(LoadU16(src + 2 * i));
@@ -129,7 +150,7 @@ void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
     const v128_t q = wasm_v128_load(src + 2);
     StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), d);
-    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, HighNibbles(q, nibble)), d);
   }
 }
 
@@ -145,7 +166,7 @@ void IQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(ls - 32));
       const v128_t q = wasm_v128_load(src + 8 + 16 * ib);
       StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), dl);
-      StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), dl);
+      StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, HighNibbles(q, nibble)), dl);
     }
   }
 }
@@ -164,6 +185,17 @@ void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
+// Q4_0: (nibble - 8) * d.
+void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
+  const v128_t nibble = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
+    const v128_t q = wasm_v128_load(src + 2);
+    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_and(q, nibble), eight), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(HighNibbles(q, nibble), eight), d);
+  }
+}
+
 // The affine legacy types, q * d + m: Q4_1 (4-bit q at byte 4) and Q5_1 (the fifth bits in the
 // uint32 at 4, q at 8). One loop; kFifthBits picks the layout.
 template <bool kFifthBits>
@@ -175,7 +207,7 @@ void AffineLegacy(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
     const uint32_t qh = kFifthBits ? LoadU32(src + 4) : 0;
     const v128_t q = wasm_v128_load(src + kQuants);
-    const v128_t low = wasm_v128_and(q, nibble), high = wasm_u8x16_shr(q, 4);
+    const v128_t low = wasm_v128_and(q, nibble), high = HighNibbles(q, nibble);
     StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBits(qh, false)) : low, d, m, mf != mf);
     StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBits(qh, true)) : high, d, m, mf != mf);
   }
@@ -192,7 +224,7 @@ void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t q = wasm_v128_load(src + 6);
     // (nibble | fifth bit) - 16 as int8.
     StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), sixteen), d);
-    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(wasm_u8x16_shr(q, 4), FifthBits(qh, true)), sixteen), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(HighNibbles(q, nibble), FifthBits(qh, true)), sixteen), d);
   }
 }
 
@@ -213,8 +245,8 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
       StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1);
       StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1);
-      StoreAffineUint8x16(out + 32, wasm_v128_or(wasm_u8x16_shr(v0, 4), fifth(h0, high_bit)), d2, m2);
-      StoreAffineUint8x16(out + 48, wasm_v128_or(wasm_u8x16_shr(v1, 4), fifth(h1, high_bit)), d2, m2);
+      StoreAffineUint8x16(out + 32, wasm_v128_or(HighNibbles(v0, nibble), fifth(h0, high_bit)), d2, m2);
+      StoreAffineUint8x16(out + 48, wasm_v128_or(HighNibbles(v1, nibble), fifth(h1, high_bit)), d2, m2);
     }
   }
 }
@@ -226,7 +258,7 @@ void MXFP4(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t d = wasm_f32x4_splat(E8M0Half(src[0]));
     const v128_t q = wasm_v128_load(src + 1);
     StoreScaledInt8x16(out, wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble)), d);
-    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4)), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_swizzle(values, HighNibbles(q, nibble)), d);
   }
 }
 
@@ -237,7 +269,7 @@ void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
       // Sub-blocks s and s + 1 (8 bytes each): each one's low nibbles, then its high ones.
       const v128_t q = wasm_v128_load(src + 4 + 8 * s);
       const v128_t lo = wasm_i8x16_swizzle(values, wasm_v128_and(q, nibble));
-      const v128_t hi = wasm_i8x16_swizzle(values, wasm_u8x16_shr(q, 4));
+      const v128_t hi = wasm_i8x16_swizzle(values, HighNibbles(q, nibble));
       StoreScaledInt8x16(out, wasm_i64x2_shuffle(lo, hi, 0, 2), wasm_f32x4_splat(UE4M3Half(src[s])));
       StoreScaledInt8x16(out + 16, wasm_i64x2_shuffle(lo, hi, 1, 3), wasm_f32x4_splat(UE4M3Half(src[s + 1])));
     }
@@ -258,7 +290,7 @@ void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
         for (int part = 0; part < 2; part++, scales++, out += 16) {
           const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(*scales & 0xf));
           const v128_t ml = wasm_f32x4_splat(dmin * static_cast<float>(*scales >> 4));
-          StoreAffineUint8x16(out, wasm_v128_and(wasm_u8x16_shr(v[part], shift), two_bits), dl, ml);
+          StoreAffineUint8x16(out, wasm_v128_and(wasm_u16x8_shr(v[part], shift), two_bits), dl, ml);
         }
       }
     }
@@ -287,7 +319,7 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
         const v128_t bit = wasm_i8x16_splat(static_cast<int8_t>(1 << ((shift >> 1) + 4 * half)));
         // Two bits of qs, less 4 where the element's hmask bit is clear; 16 elements per scale.
         for (int k = 0; k < 2; k++) {
-          v128_t q = wasm_v128_and(wasm_u8x16_shr(v[k], shift), two_bits);
+          v128_t q = wasm_v128_and(wasm_u16x8_shr(v[k], shift), two_bits);
           q = wasm_i8x16_sub(q, wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(hmask[k], bit), zero), four));
           StoreScaledInt8x16(out + 16 * k, q, wasm_f32x4_splat(scale[k]));
         }
@@ -350,8 +382,8 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
       StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1);
       StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1);
-      StoreAffineUint8x16(out + 32, wasm_u8x16_shr(v0, 4), d2, m2);
-      StoreAffineUint8x16(out + 48, wasm_u8x16_shr(v1, 4), d2, m2);
+      StoreAffineUint8x16(out + 32, HighNibbles(v0, nibble), d2, m2);
+      StoreAffineUint8x16(out + 48, HighNibbles(v1, nibble), d2, m2);
     }
   }
 }
@@ -366,16 +398,19 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
       const uint8_t* qh = src + 128 + 32 * half;
       // 16 lanes at a time (k = 0: elements l = 0..15 of each run, k = 1: l = 16..31). Run r takes
       // a nibble of ql[l + 32 * (r % 2)] (low for r < 2) and bit pair r of qh[l], minus 32.
+#pragma clang loop unroll(full)
       for (int k = 0; k < 2; k++) {
         const v128_t l0 = wasm_v128_load(ql + 16 * k), l1 = wasm_v128_load(ql + 32 + 16 * k);
         const v128_t h = wasm_v128_load(qh + 16 * k);
         const v128_t runs[4] = {
-            wasm_v128_or(wasm_v128_and(l0, nibble), wasm_i8x16_shl(wasm_v128_and(h, two_bits), 4)),
-            wasm_v128_or(wasm_v128_and(l1, nibble), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h, 2), two_bits), 4)),
-            wasm_v128_or(wasm_u8x16_shr(l0, 4), wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h, 4), two_bits), 4)),
-            wasm_v128_or(wasm_u8x16_shr(l1, 4), wasm_i8x16_shl(wasm_u8x16_shr(h, 6), 4)),
+            wasm_v128_or(wasm_v128_and(l0, nibble), wasm_i16x8_shl(wasm_v128_and(h, two_bits), 4)),
+            wasm_v128_or(wasm_v128_and(l1, nibble), wasm_i16x8_shl(wasm_v128_and(wasm_u16x8_shr(h, 2), two_bits), 4)),
+            wasm_v128_or(HighNibbles(l0, nibble), wasm_i16x8_shl(wasm_v128_and(wasm_u16x8_shr(h, 4), two_bits), 4)),
+            wasm_v128_or(HighNibbles(l1, nibble), wasm_i16x8_shl(wasm_v128_and(wasm_u16x8_shr(h, 6), two_bits), 4)),
         };
-        // Elements 32 r + 16 k .. + 15 of this half use scale 2 r + k.
+        // Elements 32 r + 16 k .. + 15 of this half use scale 2 r + k. (Unrolled: clang otherwise
+        // keeps runs[] in memory.)
+#pragma clang loop unroll(full)
         for (int r = 0; r < 4; r++) {
           const v128_t scale = wasm_f32x4_splat(d * sc[8 * half + 2 * r + k]);
           StoreScaledInt8x16(out + 32 * r + 16 * k, wasm_i8x16_sub(runs[r], bias), scale);
@@ -389,7 +424,7 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // The types with a SIMD128 kernel; the others use the portable set (compiled with -msimd128).
 const KernelSet kSimd128Kernels = {
-    F16, BF16, nullptr, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    F16, BF16, Q4_0, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
     Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, Q2_K, Q3_K, nullptr,
     IQ4_XS, TQ1_0, nullptr,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
