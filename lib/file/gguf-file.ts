@@ -9,7 +9,7 @@ import { ReadSource } from './read-source.js';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
 import { toFilePath } from './path.js';
 import { GgufTensor } from './tensor.js';
-import { checkNotAPart, checkSplitSet, splitSetOf } from './split.js';
+import { checkNotAPart, checkSplitSet, partMissing, splitSetOf } from './split.js';
 import { verifySource, type VerifyOptions } from './verify.js';
 
 /**
@@ -339,12 +339,21 @@ function chooseMode(asked: OpenOptions['mode']): OpenMode {
  * every view of it are garbage.
  */
 export function openGguf(path: string | URL | Buffer | ReadonlyArray<string | URL | Buffer>, options: OpenOptions = {}): GgufFile {
-  const paths = Array.isArray(path) ? path.map((p) => toFilePath(p, 'openGguf')) : options.split === false ? [toFilePath(path as string, 'openGguf')] : splitSetOf(toFilePath(path as string, 'openGguf'));
+  const named = Array.isArray(path) ? undefined : toFilePath(path as string, 'openGguf');
+  const paths = named === undefined ? (path as ReadonlyArray<string | URL | Buffer>).map((p) => toFilePath(p, 'openGguf')) : options.split === false ? [named] : splitSetOf(named);
   if (paths.length === 0) throw new TypeError('openGguf: an empty list of parts');
   const mode = chooseMode(options.mode);
   const opened: Array<{ source: ByteSource; path: string }> = [];
+  const open = (p: string): ByteSource => {
+    try {
+      return mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes, options.sharedArrayBuffers ?? true, options.hugePages ?? false) : new ReadSource(p);
+    } catch (error) {
+      // A part of a set found by its name: absent is SPLIT_PART_MISSING (one open, no stat first).
+      throw (paths.length > 1 && named !== undefined ? partMissing(p, named, error) : undefined) ?? error;
+    }
+  };
   try {
-    for (const p of paths) opened.push({ source: mode === 'mmap' ? new MappedSource(p, options.maxWindowBytes, options.sharedArrayBuffers ?? true, options.hugePages ?? false) : new ReadSource(p), path: p });
+    for (const p of paths) opened.push({ source: open(p), path: p });
     const whole = options.split === false ? undefined : Array.isArray(path) ? 'listed' : 'named';
     return new GgufFile(opened, options.limits, whole);
   } catch (error) {

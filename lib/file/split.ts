@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { GgufError } from '../errors.js';
 import type { GgufLayout, KvRecord } from '../format/parse.js';
@@ -21,15 +20,18 @@ export function partNameOf(name: string): { prefix: string; index: number; count
 
 /**
  * Every part of the split set `path` belongs to, in order, if its name follows the convention;
- * else just `path`. A part that is absent is SPLIT_PART_MISSING.
+ * else just `path`. Whether they exist is found by opening them (see partMissing).
  */
 export function splitSetOf(path: string): string[] {
   const part = partNameOf(basename(path));
   if (part === undefined) return [path];
-  const parts = Array.from({ length: part.count }, (_, i) => join(dirname(path), splitPartName(part.prefix, i + 1, part.count)));
-  const missing = parts.find((p) => !existsSync(p));
-  if (missing !== undefined) throw new GgufError('SPLIT_PART_MISSING', `part '${missing}' of the split model '${path}' is missing`, 0);
-  return parts;
+  return Array.from({ length: part.count }, (_, i) => join(dirname(path), splitPartName(part.prefix, i + 1, part.count)));
+}
+
+/** SPLIT_PART_MISSING for `part` of the set `path` names, which failed to open with `error` (ENOENT). */
+export function partMissing(part: string, path: string, error: unknown): GgufError | undefined {
+  if ((error as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') return undefined;
+  return new GgufError('SPLIT_PART_MISSING', `part '${part}' of the split model '${path}' is missing`, 0);
 }
 
 function kvOf(layout: GgufLayout, key: string): KvRecord | undefined {
