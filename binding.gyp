@@ -4,7 +4,7 @@
       "target_name": "gguf_mmap",
       "sources": [
         "native/addon.cc", "native/string_walk.cc", "native/tensor_info_walk.cc", "native/os/region.cc", "native/xxh64.cc", "native/hash_napi.cc",
-        "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc",
+        "native/dequant.cc", "native/dequant_napi.cc", "native/dequant_portable.cc", "native/helper_thread.cc",
         "native/dequant_avx2.cc", "native/dequant_avx512.cc"
       ],
       "include_dirs": ["native", "<!(node -p \"require('node-addon-api').include_dir\")"],
@@ -22,7 +22,7 @@
           "ldflags": [
             "-Wl,-z,nodelete",
             "-static-libstdc++", "-Wl,--exclude-libs,ALL", "-Wl,--gc-sections",
-            "-Wl,--wrap=pthread_once", "-Wl,--wrap=fstat64", "-Wl,--wrap=fstat", "-Wl,--wrap=__libc_single_threaded", "-Wl,--wrap=dlsym",
+            "-Wl,--wrap=pthread_once", "-Wl,--wrap=pthread_create", "-Wl,--wrap=pthread_detach", "-Wl,--wrap=fstat64", "-Wl,--wrap=fstat", "-Wl,--wrap=__libc_single_threaded", "-Wl,--wrap=dlsym",
             "-Wl,--version-script=<(module_root_dir)/native/os/linux/exports.map", "-Wl,--no-as-needed"
           ],
           "libraries": ["-l:libpthread.so.0", "-l:libdl.so.2"]

@@ -115,6 +115,8 @@ interface Addon {
   DequantJob: new (typeId: number, src: Uint8Array, nblocks: number, rowBytes?: number, ids?: Int32Array | Uint32Array) => NativeDequantJob;
   dequantInfo(): { isa: string; isas: string[]; typeIds: number[]; kernelIsas: string[] };
   limitDequantIsa(isa: string): void;
+  /** Whether large row batches are shared with the addon's helper thread (native/helper_thread.h). */
+  useHelperThread(use: boolean): void;
   setDequantTable(name: string, bytes: Uint8Array | Int8Array): void;
   externalBuffers(): boolean;
   refuseExternalBuffers(refuse: boolean): void;

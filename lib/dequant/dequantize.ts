@@ -115,6 +115,14 @@ export function limitNativeIsa(isa: 'portable' | 'avx2' | 'avx512'): void {
   addon().limitDequantIsa(isa);
 }
 
+/**
+ * Whether gatherRows shares a large batch with the addon's helper thread (default true), for
+ * benchmarks that compare it with the calling thread alone. @internal
+ */
+export function useHelperThread(use: boolean): void {
+  addon().useHelperThread(use);
+}
+
 interface Plan {
   type: GgmlType;
   nblocks: number;

@@ -165,6 +165,45 @@ describe.skipIf(READ_MODE)(mmapOnly('ids the decoding itself could change'), () 
   });
 });
 
+describe('gatherRows of large batches (shared with the addon\'s helper thread)', () => {
+  it('equal row-by-row decoding, from the main thread and four workers at once (child process)', () => {
+    // 4,096 Q4_K rows of 2,048: a batch of 600 writes 4.9 MB, over the 512 KiB from which the
+    // addon splits it in chunks between the calling thread and its helper.
+    const path = join(dir, 'large-batches.gguf');
+    writeGgufFile(path, { tensors: [{ name: 'embd', type: 'Q4_K', shape: [2048, 4096], data: randomBytes(4096 * 1152, 99) }] });
+    const script = (role: string) => `
+      import { openGguf } from ${JSON.stringify(DIST_INDEX)};
+      import { createHash } from 'node:crypto';
+      const g = openGguf(${JSON.stringify(path)});
+      const embd = g.tensor('embd');
+      let seed = ${role === 'main' ? 1 : 'Number(process.argv.at(-1))'};
+      const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+      const digest = (a) => createHash('sha256').update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest('hex');
+      let same = 0;
+      for (let round = 0; round < 8; round++) {
+        const ids = Int32Array.from({ length: 600 }, () => next() % 4096);
+        const rows = new Float32Array(600 * 2048);
+        for (let i = 0; i < ids.length; i++) embd.dequantizeRows(ids[i], 1, rows.subarray(i * 2048, (i + 1) * 2048));
+        if (digest(embd.gatherRows(ids)) === digest(rows)) same++;
+      }
+      g.close();
+      ${role === 'main' ? '' : "import('node:worker_threads').then(({ parentPort }) => parentPort.postMessage(same));"}
+      ${role === 'main' ? 'export { same };' : ''}`;
+    const r = runChild(`
+      import { Worker } from 'node:worker_threads';
+      const workers = [2, 3, 4, 5].map((seed) => new Promise((resolve, reject) => {
+        const w = new Worker(${JSON.stringify(script('worker'))}, { eval: true, argv: [String(seed)] });
+        w.once('message', resolve);
+        w.once('error', reject);
+      }));
+      const main = await import('data:text/javascript,' + encodeURIComponent(${JSON.stringify(script('main'))}));
+      console.log(JSON.stringify({ main: main.same, workers: await Promise.all(workers) }));
+    `);
+    expect(r.signal, r.stderr).toBeNull();
+    expect(r.result).toEqual({ main: 8, workers: [8, 8, 8, 8] });
+  });
+});
+
 describe('dequantize() without out', () => {
   it('gives the same bits as into a preallocated array, for outputs small and large', () => {
     for (const blocks of [3, 40_000]) {

@@ -48,10 +48,17 @@ describe('the mapping under change and stress', () => {
   it.skipIf(READ_MODE || WINDOWS)(posixOnly(mmapOnly('a file truncated while mapped: the lost pages read as zeros, then every access throws FILE_CHANGED (child process)'), 'Windows refuses to shrink a mapped file (scripts/windows-lost-pages.ts checks lost pages there)'), () => {
     const path = join(dir, 'truncated.gguf');
     writeGgufFile(path, modelSpec(3, 4096)); // 590 KB of Q4_K
+    const second = join(dir, 'truncated-gathered.gguf');
+    writeGgufFile(second, modelSpec(3, 4096));
     const r = runChild(`
       import { truncateSync } from 'node:fs';
       import { openGguf, GgufError } from ${JSON.stringify(DIST_INDEX)};
       const code = async (f) => { try { await f(); return 'no error'; } catch (e) { return e instanceof GgufError ? e.code + ' ' + e.offset : 'other ' + e; } };
+      // A batch of rows large enough to be shared with the addon's helper thread, which then reads
+      // lost pages too.
+      const other = openGguf(${JSON.stringify(second)});
+      truncateSync(${JSON.stringify(second)}, 8192);
+      const gathered = await code(() => other.tensor('w').gatherRows(Int32Array.from({ length: 4096 }, (_, i) => 4095 - i)));
       const g = openGguf(${JSON.stringify(path)});
       const w = g.tensor('w');
       const bytes = w.bytes;
@@ -63,11 +70,12 @@ describe('the mapping under change and stress', () => {
       let sum = 0;
       for (let i = bytes.length - 1; w.fileOffset + i >= 8192; i -= 4096) sum += bytes[i];
       const later = [await code(() => w.bytes), await code(() => w.view()), await code(() => w.dequantizeRows(0, 1)), await code(() => g.verify())];
-      console.log(JSON.stringify({ head, verified, pooled, sum, later, stillFirst: bytes[0] }));
+      console.log(JSON.stringify({ head, gathered, verified, pooled, sum, later, stillFirst: bytes[0] }));
     `);
     expect(r.signal, r.stderr).toBeNull();
     expect(r.status, r.stderr).toBe(0);
-    const result = r.result as { head: number; verified: string; pooled: string; sum: number; later: string[]; stillFirst: number };
+    const result = r.result as { head: number; gathered: string; verified: string; pooled: string; sum: number; later: string[]; stillFirst: number };
+    expect(result.gathered).toMatch(/^FILE_CHANGED/); // zeros read, then the check after the rows
     expect(result.verified).toBe('FILE_CHANGED 8192');
     // The pool read either finished before any page was lost (values) or after (FILE_CHANGED).
     expect(['no error', expect.stringMatching(/^FILE_CHANGED/)]).toContainEqual(result.pooled);

@@ -26,6 +26,16 @@ int gguf_mmap_old_pthread_once(pthread_once_t* once, void (*init)(void));
 __asm__(".symver gguf_mmap_old_pthread_once, pthread_once@" GGUF_MMAP_GLIBC_BASE);
 int __wrap_pthread_once(pthread_once_t* once, void (*init)(void)) { return gguf_mmap_old_pthread_once(once, init); }
 
+// pthread_create and pthread_detach (the helper thread, helper_thread.cc) moved as pthread_once did.
+int gguf_mmap_old_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
+__asm__(".symver gguf_mmap_old_pthread_create, pthread_create@" GGUF_MMAP_GLIBC_BASE);
+int __wrap_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  return gguf_mmap_old_pthread_create(thread, attr, start, arg);
+}
+int gguf_mmap_old_pthread_detach(pthread_t thread);
+__asm__(".symver gguf_mmap_old_pthread_detach, pthread_detach@" GGUF_MMAP_GLIBC_BASE);
+int __wrap_pthread_detach(pthread_t thread) { return gguf_mmap_old_pthread_detach(thread); }
+
 // dlsym moved from libdl into libc in glibc 2.34 with a new version, as pthread_once did (the
 // link names libdl.so.2).
 void* gguf_mmap_old_dlsym(void* handle, const char* name);
