@@ -259,26 +259,38 @@ void DecodeRowRun(const DequantKernel& kernel, const uint8_t* base, size_t row_b
   }
 }
 
-// A batch writing at least this much is shared with the helper thread (helper_thread.h), in
-// chunks of about kChunkOutputBytes: a batch of random rows is bound by their bytes arriving from
-// memory and by writing the output, and a second core does both at once (measured: 512 rows of
-// a 2,048-wide Q4_K embedding in 0.6x the time on 2 cores). Smaller batches are over before the
-// helper would wake.
+// A synchronous batch writing at least this much is shared with the helper thread
+// (helper_thread.h), in chunks of about kChunkOutputBytes: a batch of random rows is bound by their
+// bytes arriving from memory and by writing the output, and a second core does both at once
+// (measured: 512 rows of a 2,048-wide Q4_K embedding in 0.5-0.65x the time on 2 cores). Smaller
+// batches are over before the helper would wake. (The pool's parts, gatherRowsAsync, keep to their
+// own thread: their callers choose the threads.)
 constexpr size_t kSharedOutputBytes = 512 << 10;
 constexpr size_t kChunkOutputBytes = 256 << 10;
 
-void DecodeRowIds(const DequantKernel& kernel, const uint8_t* base, size_t row_bytes, const uint32_t* ids, size_t count, float* out) {
+struct RowChunks {
+  const DequantKernel* kernel;
+  const uint8_t* base;
+  size_t row_bytes, row_floats, chunk_rows, count;
+  const uint32_t* ids;
+  float* out;
+};
+
+void DecodeRowChunk(void* context, size_t chunk) {
+  const RowChunks& c = *static_cast<const RowChunks*>(context);
+  const size_t first = chunk * c.chunk_rows;
+  DecodeRowRun(*c.kernel, c.base, c.row_bytes, c.ids + first, std::min(c.chunk_rows, c.count - first), c.out + first * c.row_floats);
+}
+
+void DecodeRowIds(const DequantKernel& kernel, const uint8_t* base, size_t row_bytes, const uint32_t* ids, size_t count, float* out, bool share) {
   const size_t row_floats = row_bytes / kernel.type_size * kernel.block_size;
-  const size_t output_bytes = count * row_floats * sizeof(float);
-  if (output_bytes < kSharedOutputBytes || count < 2) {
+  if (!share || count < 2 || count * row_floats * sizeof(float) < kSharedOutputBytes) {
     DecodeRowRun(kernel, base, row_bytes, ids, count, out);
     return;
   }
   const size_t chunk_rows = std::max<size_t>(1, kChunkOutputBytes / (row_floats * sizeof(float)));
-  RunChunks((count + chunk_rows - 1) / chunk_rows, [&](size_t chunk) {
-    const size_t first = chunk * chunk_rows;
-    DecodeRowRun(kernel, base, row_bytes, ids + first, std::min(chunk_rows, count - first), out + first * row_floats);
-  });
+  RowChunks chunks{&kernel, base, row_bytes, row_floats, chunk_rows, count, ids, out};
+  RunChunks((count + chunk_rows - 1) / chunk_rows, DecodeRowChunk, &chunks);
 }
 
 }  // namespace
@@ -342,7 +354,7 @@ napi_value ReadRowsInto(napi_env env, const RowSpan& span, napi_value rows_value
       napi_throw_range_error(env, nullptr, "readRows: row id out of range");
       return nullptr;
     }
-    DecodeRowIds(kernel, span.base, span.row_bytes, ids.data(), count, out);
+    DecodeRowIds(kernel, span.base, span.row_bytes, ids.data(), count, out, true);
   }
   napi_get_boolean(env, true, &result);
   return result;
@@ -383,7 +395,7 @@ void ExecutePart(napi_env /*env*/, void* data) {
     return;
   }
   DecodeRowIds(m.kernel, m.src, m.row_bytes, m.rows.data() + part->first, part->count,
-               m.out->data() + part->first * m.row_blocks * m.kernel.block_size);
+               m.out->data() + part->first * m.row_blocks * m.kernel.block_size, false);
 }
 
 // Runs on the JS thread, or during a worker's teardown when JavaScript can no longer run: every

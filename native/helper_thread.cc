@@ -12,28 +12,30 @@ struct Helper {
   std::mutex mutex;
   std::condition_variable wake, done;
   // Work lent and not yet taken (null: none), under `mutex`.
-  const std::function<void(size_t)>* run = nullptr;
+  ChunkFn run = nullptr;
+  void* context = nullptr;
   std::atomic<size_t>* next = nullptr;
   size_t chunks = 0;
   bool working = false;          // the helper took the work and is running chunks
   std::atomic<bool> lent{false};  // a call has the helper
 };
 
-void TakeChunks(std::atomic<size_t>& next, size_t chunks, const std::function<void(size_t)>& run) {
-  for (size_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) run(chunk);
+void TakeChunks(std::atomic<size_t>& next, size_t chunks, ChunkFn run, void* context) {
+  for (size_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) run(context, chunk);
 }
 
 void Serve(Helper* helper) {
   std::unique_lock<std::mutex> lock(helper->mutex);
   for (;;) {
     helper->wake.wait(lock, [helper] { return helper->run != nullptr; });
-    const std::function<void(size_t)>* run = helper->run;
+    const ChunkFn run = helper->run;
+    void* const context = helper->context;
     std::atomic<size_t>* next = helper->next;
     const size_t chunks = helper->chunks;
     helper->run = nullptr;
     helper->working = true;
     lock.unlock();
-    TakeChunks(*next, chunks, *run);
+    TakeChunks(*next, chunks, run, context);
     lock.lock();
     helper->working = false;
     helper->done.notify_all();
@@ -60,22 +62,23 @@ Helper* TheHelper() {
 
 }  // namespace
 
-void RunChunks(size_t chunks, const std::function<void(size_t chunk)>& run) {
+void RunChunks(size_t chunks, ChunkFn run, void* context) {
   std::atomic<size_t> next{0};
   Helper* helper = chunks > 1 && use_helper.load(std::memory_order_relaxed) ? TheHelper() : nullptr;
   bool free = false;
   if (helper == nullptr || !helper->lent.compare_exchange_strong(free, true)) {
-    TakeChunks(next, chunks, run);
+    TakeChunks(next, chunks, run, context);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(helper->mutex);
-    helper->run = &run;
+    helper->run = run;
+    helper->context = context;
     helper->next = &next;
     helper->chunks = chunks;
   }
   helper->wake.notify_one();
-  TakeChunks(next, chunks, run);
+  TakeChunks(next, chunks, run, context);
   {
     // Withdrawn if the helper has not woken yet; else wait for the chunks it is running.
     std::unique_lock<std::mutex> lock(helper->mutex);

