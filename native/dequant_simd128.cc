@@ -2,9 +2,10 @@
 // slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q1_0,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's code
 // under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int to
-// float through unsigned lanes (BytesToFloats); byte multiplies (TimesThree) and byte shifts by a
+// float through unsigned lanes (Uint8ToFloats); byte multiplies (TimesThree) and byte shifts by a
 // variable (the unrolled loops), each emulated in many instructions; constants moved into a branch
-// (F16), which V8 builds again on every pass. Only in the WebAssembly build
+// (F16), which V8 builds again on every pass, and on V8 12 and later (Node 22+) every constant
+// inside a loop built again at each use (Kept). Only in the WebAssembly build
 // (scripts/build-wasm.sh); ggml's formulas and order of operations, as every other set (the AVX2
 // kernels are the model).
 #if defined(__wasm_simd128__)
@@ -14,22 +15,52 @@
 #include "dequant_common.h"
 
 namespace gguf_mmap {
+
+// Always 0. Kept in a global so that neither clang nor V8 can fold it (see Kept).
+uint32_t g_opaque_zero = 0;
+
 namespace {
 
-// The 16 byte lanes of q (zero- or sign-extended) as floats, in element order, exactly. Signed:
-// f32x4.convert_i32x4_s, one instruction on every engine. Unsigned: clang turns that conversion of
-// a zero-extended value into convert_i32x4_u, which V8 emulates on x64 in eight instructions, so
-// the lanes (below 2^23) go through the float 2^23 + x, less 2^23: two instructions, same value.
-template <bool kSigned>
-inline void BytesToFloats(v128_t q, v128_t floats[4]) {
-  const v128_t low = kSigned ? wasm_i16x8_extend_low_i8x16(q) : wasm_u16x8_extend_low_u8x16(q);
-  const v128_t high = kSigned ? wasm_i16x8_extend_high_i8x16(q) : wasm_u16x8_extend_high_u8x16(q);
-  const v128_t words[4] = {wasm_i32x4_extend_low_i16x8(low), wasm_i32x4_extend_high_i16x8(low),
-                           wasm_i32x4_extend_low_i16x8(high), wasm_i32x4_extend_high_i16x8(high)};
-  for (int k = 0; k < 4; k++) {
-    floats[k] = kSigned ? wasm_f32x4_convert_i32x4(words[k])
-                        : wasm_f32x4_sub(wasm_v128_or(words[k], wasm_i32x4_splat(0x4b000000)), wasm_f32x4_splat(0x1p23f));
+// Uint8ToFloats' constant: 2^23 as float32 lanes (bits 0x4b000000).
+struct Magic {
+  v128_t two23;
+};
+
+// A kernel's constants, made once at its start. V8 12 and later (Node 22+) build a v128.const
+// again at every use inside a loop (three instructions each on x64), even where clang keeps it in
+// a local; a splat of a value read from memory stays in a register. So constants are splats of
+// value | g_opaque_zero, read when the kernel starts (measured: F16 1.25x faster on Node 24/26).
+struct Kept {
+  const uint32_t zero = g_opaque_zero;
+  v128_t i8(int v) const { return wasm_i8x16_splat(static_cast<int8_t>(v | static_cast<int>(zero))); }
+  v128_t i16(int v) const { return wasm_i16x8_splat(static_cast<int16_t>(v | static_cast<int>(zero))); }
+  v128_t i32(uint32_t v) const { return wasm_i32x4_splat(static_cast<int32_t>(v | zero)); }
+  Magic magic() const { return {i32(0x4b000000)}; }
+  // Byte j holds bit j % 8 (FifthBits).
+  v128_t bit_of_lane() const {
+    const int8_t z = static_cast<int8_t>(zero);
+    return wasm_i8x16_make(1 | z, 2 | z, 4 | z, 8 | z, 16 | z, 32 | z, 64 | z, -128 | z, 1 | z, 2 | z, 4 | z, 8 | z, 16 | z, 32 | z, 64 | z, -128 | z);
   }
+};
+
+// The 16 byte lanes of q, sign-extended, as floats in element order: f32x4.convert_i32x4_s, one
+// instruction on every engine.
+inline void Int8ToFloats(v128_t q, v128_t floats[4]) {
+  const v128_t low = wasm_i16x8_extend_low_i8x16(q), high = wasm_i16x8_extend_high_i8x16(q);
+  floats[0] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(low));
+  floats[1] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(low));
+  floats[2] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(high));
+  floats[3] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(high));
+}
+
+// The same for unsigned lanes, exactly. Clang turns the signed conversion of a zero-extended
+// value into convert_i32x4_u, which V8 emulates on x64 in eight instructions, so the lanes (below
+// 2^23) go through the float 2^23 + x, less 2^23: two instructions, the same value.
+inline void Uint8ToFloats(v128_t q, v128_t floats[4], const Magic& magic) {
+  const v128_t low = wasm_u16x8_extend_low_u8x16(q), high = wasm_u16x8_extend_high_u8x16(q);
+  const v128_t words[4] = {wasm_u32x4_extend_low_u16x8(low), wasm_u32x4_extend_high_u16x8(low),
+                           wasm_u32x4_extend_low_u16x8(high), wasm_u32x4_extend_high_u16x8(high)};
+  for (int k = 0; k < 4; k++) floats[k] = wasm_f32x4_sub(wasm_v128_or(words[k], magic.two23), magic.two23);
 }
 
 // The high nibble of each byte: a 16-bit shift, then the caller's mask, which stays in a register
@@ -37,16 +68,16 @@ inline void BytesToFloats(v128_t q, v128_t floats[4]) {
 inline v128_t HighNibbles(v128_t q, v128_t nibble) { return wasm_v128_and(wasm_u16x8_shr(q, 4), nibble); }
 
 // out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
-inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min) {
+inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min, const Magic& magic) {
   v128_t floats[4];
-  BytesToFloats<false>(q, floats);
+  Uint8ToFloats(q, floats, magic);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_sub(wasm_f32x4_mul(floats[k], scale), min));
 }
 
 // out[0..15] = (int8 lanes of q) * scale.
 inline void StoreScaledInt8x16(float* out, v128_t q, v128_t scale) {
   v128_t floats[4];
-  BytesToFloats<true>(q, floats);
+  Int8ToFloats(q, floats);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_mul(floats[k], scale));
 }
 
@@ -58,19 +89,18 @@ inline v128_t ProductPlus(v128_t product, v128_t m, bool m_is_nan) {
 }
 
 // out[0..15] = (uint8 lanes of q) * d + m: ggml's q*d + m of the legacy affine types.
-inline void StoreMulAddUint8x16(float* out, v128_t q, v128_t d, v128_t m, bool m_is_nan) {
+inline void StoreMulAddUint8x16(float* out, v128_t q, v128_t d, v128_t m, bool m_is_nan, const Magic& magic) {
   v128_t floats[4];
-  BytesToFloats<false>(q, floats);
+  Uint8ToFloats(q, floats, magic);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, ProductPlus(wasm_f32x4_mul(floats[k], d), m, m_is_nan));
 }
 
 // Bytes 0x10 where bit j (lanes 0-15: bits 0-15; `high`: bits 16-31) of a Q5 block's qh is set.
-inline v128_t FifthBits(uint32_t qh, bool high) {
+inline v128_t FifthBits(uint32_t qh, bool high, v128_t bit, v128_t sixteen) {
   const v128_t words = wasm_u32x4_splat(qh);
   const v128_t spread = high ? wasm_i8x16_shuffle(words, words, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)
                              : wasm_i8x16_shuffle(words, words, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const v128_t bit = wasm_i8x16_make(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  return wasm_v128_and(wasm_i8x16_ne(wasm_v128_and(spread, bit), wasm_i8x16_splat(0)), wasm_i8x16_splat(16));
+  return wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(spread, bit), bit), sixteen);
 }
 
 // Four halves (in 32-bit lanes) as floats, without branches: the exponent moved to float32's bias; an
@@ -98,9 +128,9 @@ inline void StoreNormalHalves(float* out, v128_t x, v128_t sign, v128_t bias) {
 }
 
 // Lanes of zero or subnormal (exponent 0), infinity or NaN (exponent 31).
-inline v128_t SpecialHalves(v128_t x, v128_t exponent) {
+inline v128_t SpecialHalves(v128_t x, v128_t exponent, v128_t zero) {
   const v128_t e = wasm_v128_and(x, exponent);
-  return wasm_v128_or(wasm_i16x8_eq(e, wasm_i16x8_splat(0)), wasm_i16x8_eq(e, exponent));
+  return wasm_v128_or(wasm_i16x8_eq(e, zero), wasm_i16x8_eq(e, exponent));
 }
 
 inline void StoreAnyHalves(float* out, v128_t x) {
@@ -111,8 +141,8 @@ inline void StoreAnyHalves(float* out, v128_t x) {
 // F16: where all halves are normal (as in trained weights, but for the rare zero or subnormal),
 // StoreNormalHalves; elsewhere HalvesToFloats.
 void F16(const uint8_t* src, size_t n, float* out) {
-  const v128_t exponent = wasm_i16x8_splat(0x7c00), sign = wasm_i16x8_splat(static_cast<int16_t>(0x8000));
-  const v128_t bias = wasm_i16x8_splat(112 << 7);
+  const Kept k;
+  const v128_t exponent = k.i16(0x7c00), sign = k.i16(0x8000), bias = k.i16(112 << 7), zero = k.i16(0);
   size_t i = 0;
   // Sixteen at a time, one test for both eights. Written over where needed, rather than on one
   // side of a branch: clang would then move the constants into the branch, and V8 builds each
@@ -121,7 +151,7 @@ void F16(const uint8_t* src, size_t n, float* out) {
     const v128_t x0 = wasm_v128_load(src + 2 * i), x1 = wasm_v128_load(src + 2 * i + 16);
     StoreNormalHalves(out + i, x0, sign, bias);
     StoreNormalHalves(out + i + 8, x1, sign, bias);
-    if (wasm_v128_any_true(wasm_v128_or(SpecialHalves(x0, exponent), SpecialHalves(x1, exponent)))) {
+    if (wasm_v128_any_true(wasm_v128_or(SpecialHalves(x0, exponent, zero), SpecialHalves(x1, exponent, zero)))) {
       StoreAnyHalves(out + i, x0);
       StoreAnyHalves(out + i + 8, x1);
     }
@@ -131,7 +161,7 @@ void F16(const uint8_t* src, size_t n, float* out) {
 
 // BF16: the 16 bits become the float's high half, 8 at a time.
 void BF16(const uint8_t* src, size_t n, float* out) {
-  const v128_t zero = wasm_i16x8_splat(0);
+  const v128_t zero = Kept().i16(0);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const v128_t x = wasm_v128_load(src + 2 * i);
@@ -145,7 +175,7 @@ void BF16(const uint8_t* src, size_t n, float* out) {
 }
 
 void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = wasm_i8x16_splat(0x0f);
+  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = Kept().i8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
     const v128_t q = wasm_v128_load(src + 2);
@@ -157,7 +187,7 @@ void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
 // IQ4_XS: IQ4_NL's values looked up 16 nibbles at once, 8 sub-blocks of 32 with 6-bit scales
 // (bias 32), each d * scale rounded once as ggml does.
 void IQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = wasm_i8x16_splat(0x0f);
+  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = Kept().i8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 136) {
     const float d = HalfToFloat(LoadU16(src));
     const uint16_t scales_high = LoadU16(src + 2);
@@ -173,10 +203,12 @@ void IQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
 
 // Q1_0: +d where the element's bit is set, -d (negation, so a NaN flips sign as in ggml) where not.
 void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t low_bits = wasm_i32x4_make(1, 2, 4, 8), high_bits = wasm_i32x4_make(16, 32, 64, 128);
+  const Kept k;
+  const int32_t z = static_cast<int32_t>(k.zero);
+  const v128_t low_bits = wasm_i32x4_make(1 | z, 2 | z, 4 | z, 8 | z), high_bits = wasm_i32x4_make(16 | z, 32 | z, 64 | z, 128 | z);
   for (size_t b = 0; b < nblocks; b++, src += 18) {
     const float df = HalfToFloat(LoadU16(src));
-    const v128_t d = wasm_f32x4_splat(df), nd = wasm_f32x4_splat(-df), zero = wasm_i32x4_splat(0);
+    const v128_t d = wasm_f32x4_splat(df), nd = wasm_f32x4_splat(-df), zero = k.i32(0);
     for (int i = 0; i < 16; i++, out += 8) {
       const v128_t byte = wasm_i32x4_splat(src[2 + i]);
       wasm_v128_store(out, wasm_v128_bitselect(d, nd, wasm_i32x4_ne(wasm_v128_and(byte, low_bits), zero)));
@@ -187,7 +219,8 @@ void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
 
 // Q4_0: (nibble - 8) * d.
 void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f), eight = k.i8(8);
   for (size_t b = 0; b < nblocks; b++, src += 18, out += 32) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
     const v128_t q = wasm_v128_load(src + 2);
@@ -201,15 +234,17 @@ void Q4_0(const uint8_t* src, size_t nblocks, float* out) {
 template <bool kFifthBits>
 void AffineLegacy(const uint8_t* src, size_t nblocks, float* out) {
   constexpr size_t kBlockBytes = kFifthBits ? 24 : 20, kQuants = kFifthBits ? 8 : 4;
-  const v128_t nibble = wasm_i8x16_splat(0x0f);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f), bit = k.bit_of_lane(), sixteen = k.i8(16);
+  const Magic magic = k.magic();
   for (size_t b = 0; b < nblocks; b++, src += kBlockBytes, out += 32) {
     const float mf = HalfToFloat(LoadU16(src + 2));
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
     const uint32_t qh = kFifthBits ? LoadU32(src + 4) : 0;
     const v128_t q = wasm_v128_load(src + kQuants);
     const v128_t low = wasm_v128_and(q, nibble), high = HighNibbles(q, nibble);
-    StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBits(qh, false)) : low, d, m, mf != mf);
-    StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBits(qh, true)) : high, d, m, mf != mf);
+    StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBits(qh, false, bit, sixteen)) : low, d, m, mf != mf, magic);
+    StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBits(qh, true, bit, sixteen)) : high, d, m, mf != mf, magic);
   }
 }
 
@@ -217,43 +252,46 @@ void Q4_1(const uint8_t* src, size_t nblocks, float* out) { AffineLegacy<false>(
 void Q5_1(const uint8_t* src, size_t nblocks, float* out) { AffineLegacy<true>(src, nblocks, out); }
 
 void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f), sixteen = wasm_i8x16_splat(16);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f), sixteen = k.i8(16), bit = k.bit_of_lane();
   for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
     const uint32_t qh = LoadU32(src + 2);
     const v128_t q = wasm_v128_load(src + 6);
     // (nibble | fifth bit) - 16 as int8.
-    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false)), sixteen), d);
-    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(HighNibbles(q, nibble), FifthBits(qh, true)), sixteen), d);
+    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false, bit, sixteen)), sixteen), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(HighNibbles(q, nibble), FifthBits(qh, true, bit, sixteen)), sixteen), d);
   }
 }
 
 void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f), sixteen = wasm_i8x16_splat(16);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f), sixteen = k.i8(16);
+  const Magic magic = k.magic();
+  const v128_t low_bits[4] = {k.i8(1), k.i8(4), k.i8(16), k.i8(64)}, high_bits[4] = {k.i8(2), k.i8(8), k.i8(32), k.i8(128)};
   for (size_t b = 0; b < nblocks; b++, src += 176) {
     float scales[8], mins[8];
     KScalesMins(src, HalfToFloat(LoadU16(src)), HalfToFloat(LoadU16(src + 2)), scales, mins);
     const v128_t h0 = wasm_v128_load(src + 16), h1 = wasm_v128_load(src + 32);
     const uint8_t* q = src + 48;
     for (int g = 0; g < 4; g++, q += 32, out += 64) {
-      const v128_t low_bit = wasm_i8x16_splat(static_cast<int8_t>(1 << (2 * g)));
-      const v128_t high_bit = wasm_i8x16_splat(static_cast<int8_t>(2 << (2 * g)));
+      const v128_t low_bit = low_bits[g], high_bit = high_bits[g];
       // Sixteen where the group's bit of qh[l] is set.
       const auto fifth = [&](v128_t h, v128_t bit) { return wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(h, bit), bit), sixteen); };
       const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
       const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
-      StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1);
-      StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1);
-      StoreAffineUint8x16(out + 32, wasm_v128_or(HighNibbles(v0, nibble), fifth(h0, high_bit)), d2, m2);
-      StoreAffineUint8x16(out + 48, wasm_v128_or(HighNibbles(v1, nibble), fifth(h1, high_bit)), d2, m2);
+      StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1, magic);
+      StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1, magic);
+      StoreAffineUint8x16(out + 32, wasm_v128_or(HighNibbles(v0, nibble), fifth(h0, high_bit)), d2, m2, magic);
+      StoreAffineUint8x16(out + 48, wasm_v128_or(HighNibbles(v1, nibble), fifth(h1, high_bit)), d2, m2, magic);
     }
   }
 }
 
 // The FP4 table (int8, doubled as ggml's) looked up by 16 nibbles at once.
 void MXFP4(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = wasm_i8x16_splat(0x0f);
+  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = Kept().i8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 17, out += 32) {
     const v128_t d = wasm_f32x4_splat(E8M0Half(src[0]));
     const v128_t q = wasm_v128_load(src + 1);
@@ -263,7 +301,7 @@ void MXFP4(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = wasm_i8x16_splat(0x0f);
+  const v128_t values = wasm_v128_load(g_tables.fp4), nibble = Kept().i8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += 36) {
     for (int s = 0; s < 4; s += 2, out += 32) {
       // Sub-blocks s and s + 1 (8 bytes each): each one's low nibbles, then its high ones.
@@ -278,7 +316,9 @@ void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
 
 // Q2_K: 16 sub-blocks of 16, each with its scale (low nibble) and min (high nibble) in one byte.
 void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t two_bits = wasm_i8x16_splat(3);
+  const Kept k;
+  const v128_t two_bits = k.i8(3);
+  const Magic magic = k.magic();
   for (size_t b = 0; b < nblocks; b++, src += 84) {
     const float d = HalfToFloat(LoadU16(src + 80)), dmin = HalfToFloat(LoadU16(src + 82));
     const uint8_t* scales = src;
@@ -290,7 +330,7 @@ void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
         for (int part = 0; part < 2; part++, scales++, out += 16) {
           const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(*scales & 0xf));
           const v128_t ml = wasm_f32x4_splat(dmin * static_cast<float>(*scales >> 4));
-          StoreAffineUint8x16(out, wasm_v128_and(wasm_u16x8_shr(v[part], shift), two_bits), dl, ml);
+          StoreAffineUint8x16(out, wasm_v128_and(wasm_u16x8_shr(v[part], shift), two_bits), dl, ml, magic);
         }
       }
     }
@@ -298,7 +338,10 @@ void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
 }
 
 void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t two_bits = wasm_i8x16_splat(3), four = wasm_i8x16_splat(4), zero = wasm_i8x16_splat(0);
+  const Kept k;
+  const v128_t two_bits = k.i8(3), four = k.i8(4), zero = k.i8(0);
+  // hmask bit (shift / 2 + 4 * half) of each element.
+  const v128_t hmask_bits[8] = {k.i8(1), k.i8(2), k.i8(4), k.i8(8), k.i8(16), k.i8(32), k.i8(64), k.i8(128)};
   for (size_t b = 0; b < nblocks; b++, src += 110) {
     const float d = HalfToFloat(LoadU16(src + 108));
     // The 16 scales, 6 bits less 32: low nibbles of bytes 96-103, then their high nibbles; bits
@@ -316,7 +359,7 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t v[2] = {wasm_v128_load(src + 32 + 32 * half), wasm_v128_load(src + 48 + 32 * half)};
 #pragma clang loop unroll(full)  // constant shifts, as in Q2_K
       for (int shift = 0; shift < 8; shift += 2, out += 32, scale += 2) {
-        const v128_t bit = wasm_i8x16_splat(static_cast<int8_t>(1 << ((shift >> 1) + 4 * half)));
+        const v128_t bit = hmask_bits[(shift >> 1) + 4 * half];
         // Two bits of qs, less 4 where the element's hmask bit is clear; 16 elements per scale.
         for (int k = 0; k < 2; k++) {
           v128_t q = wasm_v128_and(wasm_u16x8_shr(v[k], shift), two_bits);
@@ -333,45 +376,53 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
 // from two unsigned compares.
 // Byte lanes times 3, through 16-bit multiplies: WebAssembly has no i8x16.mul, and clang turns
 // q + q + q into one, which V8 then runs lane by lane (measured 3-4x slower for the whole kernel).
-inline v128_t TimesThree(v128_t q) {
-  const v128_t three = wasm_i16x8_splat(3), high_bytes = wasm_i16x8_splat(static_cast<int16_t>(0xff00));
+struct Ternary {
+  v128_t three, high_bytes, at86, at171, minus_one;  // 16-bit 3 and 0xff00; bytes 86, 171, -1
+};
+
+inline v128_t TimesThree(v128_t q, const Ternary& t) {
+  const v128_t three = t.three, high_bytes = t.high_bytes;
   const v128_t even = wasm_i16x8_mul(q, three);                              // low bytes right
   const v128_t odd = wasm_i16x8_mul(wasm_v128_and(q, high_bytes), three);  // high bytes right
   return wasm_v128_bitselect(odd, even, high_bytes);
 }
 
-inline v128_t TernaryDigitLessOne(v128_t q) {
+inline v128_t TernaryDigitLessOne(v128_t q, const Ternary& t) {
   // -1 - (q >= 86 ? -1 : 0) - (q >= 171 ? -1 : 0)
-  const v128_t one = wasm_u8x16_ge(q, wasm_u8x16_splat(86)), two = wasm_u8x16_ge(q, wasm_u8x16_splat(171));
-  return wasm_i8x16_sub(wasm_i8x16_sub(wasm_i8x16_splat(-1), one), two);
+  const v128_t one = wasm_u8x16_ge(q, t.at86), two = wasm_u8x16_ge(q, t.at171);
+  return wasm_i8x16_sub(wasm_i8x16_sub(t.minus_one, one), two);
 }
 
 void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
+  const Kept k;
+  const Ternary t{k.i16(3), k.i16(0xff00), k.i8(86), k.i8(171), k.i8(-1)};
   for (size_t b = 0; b < nblocks; b++, src += 54) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src + 52)));
     v128_t q0 = wasm_v128_load(src), q1 = wasm_v128_load(src + 16), q2 = wasm_v128_load(src + 32);
     for (int n = 0; n < 5; n++, out += 32) {
-      StoreScaledInt8x16(out, TernaryDigitLessOne(q0), d);
-      StoreScaledInt8x16(out + 16, TernaryDigitLessOne(q1), d);
-      q0 = TimesThree(q0);
-      q1 = TimesThree(q1);
+      StoreScaledInt8x16(out, TernaryDigitLessOne(q0, t), d);
+      StoreScaledInt8x16(out + 16, TernaryDigitLessOne(q1, t), d);
+      q0 = TimesThree(q0, t);
+      q1 = TimesThree(q1, t);
     }
     for (int n = 0; n < 5; n++, out += 16) {
-      StoreScaledInt8x16(out, TernaryDigitLessOne(q2), d);
-      q2 = TimesThree(q2);
+      StoreScaledInt8x16(out, TernaryDigitLessOne(q2, t), d);
+      q2 = TimesThree(q2, t);
     }
     // The last 16 values: digits 0-3 of the four qh bytes 48-51, digit by digit: the bytes four
     // times over, times 1, 3, 9, 27 by lane group.
     const v128_t x = wasm_u32x4_splat(LoadU32(src + 48));
-    const v128_t x3 = TimesThree(x), x9 = TimesThree(x3), x27 = TimesThree(x9);
+    const v128_t x3 = TimesThree(x, t), x9 = TimesThree(x3, t), x27 = TimesThree(x9, t);
     const v128_t q = wasm_i32x4_shuffle(wasm_i32x4_shuffle(x, x3, 0, 4, 0, 0), wasm_i32x4_shuffle(x9, x27, 0, 4, 0, 0), 0, 1, 4, 5);
-    StoreScaledInt8x16(out, TernaryDigitLessOne(q), d);
+    StoreScaledInt8x16(out, TernaryDigitLessOne(q, t), d);
     out += 16;
   }
 }
 
 void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f);
+  const Magic magic = k.magic();
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     float scales[8], mins[8];
     KScalesMins(src, HalfToFloat(LoadU16(src)), HalfToFloat(LoadU16(src + 2)), scales, mins);
@@ -380,16 +431,17 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
       const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
-      StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1);
-      StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1);
-      StoreAffineUint8x16(out + 32, HighNibbles(v0, nibble), d2, m2);
-      StoreAffineUint8x16(out + 48, HighNibbles(v1, nibble), d2, m2);
+      StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1, magic);
+      StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1, magic);
+      StoreAffineUint8x16(out + 32, HighNibbles(v0, nibble), d2, m2, magic);
+      StoreAffineUint8x16(out + 48, HighNibbles(v1, nibble), d2, m2, magic);
     }
   }
 }
 
 void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t nibble = wasm_i8x16_splat(0x0f), two_bits = wasm_i8x16_splat(3), bias = wasm_i8x16_splat(32);
+  const Kept k;
+  const v128_t nibble = k.i8(0x0f), two_bits = k.i8(3), bias = k.i8(32);
   for (size_t b = 0; b < nblocks; b++, src += 210) {
     const float d = HalfToFloat(LoadU16(src + 208));
     const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
