@@ -564,16 +564,22 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ok ? static_cast<double>(end) : -1.0 - static_cast<double>(end));
 }
 
-// A typed array argument of the expected kind holding at least `need` elements (its data for the
-// length of this call only: JavaScript owns it).
+// A typed array argument of the expected kind holding at least `need` elements, and its length
+// (its data for the length of this call only: JavaScript owns it).
 template <typename T>
-T* TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, napi_typedarray_type type, size_t need) {
+struct TypedTargetSpan {
+  T* data;
+  size_t length;
+};
+
+template <typename T>
+TypedTargetSpan<T> TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, napi_typedarray_type type, size_t need = 0) {
   Napi::Value value = targets.Get(name);
   if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type || value.As<Napi::TypedArray>().ElementLength() < need) {
     throw Napi::TypeError::New(env, std::string("walkTensorInfos: targets.") + name + " is not a typed array of the right kind and length");
   }
   Napi::TypedArray array = value.As<Napi::TypedArray>();
-  return reinterpret_cast<T*>(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset());
+  return {reinterpret_cast<T*>(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset()), array.ElementLength()};
 }
 
 // walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize):
@@ -602,33 +608,30 @@ Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   Napi::Object targets = info[8].As<Napi::Object>();
   const size_t end = static_cast<size_t>(first + count);
   TensorInfoTargets out{};
-  const Napi::Value block_sizes = targets.Get("blockSizes");
-  if (!block_sizes.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.blockSizes");
-  out.type_count = static_cast<uint32_t>(block_sizes.As<Napi::TypedArray>().ElementLength());
-  out.block_sizes = TypedTarget<uint32_t>(env, targets, "blockSizes", napi_uint32_array, out.type_count);
-  out.type_sizes = TypedTarget<uint32_t>(env, targets, "typeSizes", napi_uint32_array, out.type_count);
-  const int32_t* key = TypedTarget<int32_t>(env, targets, "key", napi_int32_array, 2);
+  const TypedTargetSpan<uint32_t> block_sizes = TypedTarget<uint32_t>(env, targets, "blockSizes", napi_uint32_array);
+  out.type_count = static_cast<uint32_t>(block_sizes.length);
+  out.block_sizes = block_sizes.data;
+  out.type_sizes = TypedTarget<uint32_t>(env, targets, "typeSizes", napi_uint32_array, out.type_count).data;
+  const int32_t* key = TypedTarget<int32_t>(env, targets, "key", napi_int32_array, 2).data;
   out.key0 = static_cast<uint32_t>(key[0]);
   out.key1 = static_cast<uint32_t>(key[1]);
-  Napi::Value names = targets.Get("nameBytes");
-  if (!names.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.nameBytes");
-  out.name_capacity = names.As<Napi::TypedArray>().ElementLength();
-  out.name_bytes = TypedTarget<uint8_t>(env, targets, "nameBytes", napi_uint8_array, 0);
+  const TypedTargetSpan<uint8_t> names = TypedTarget<uint8_t>(env, targets, "nameBytes", napi_uint8_array);
+  out.name_bytes = names.data;
+  out.name_capacity = names.length;
   if (name_at > static_cast<double>(out.name_capacity)) throw Napi::RangeError::New(env, "walkTensorInfos: nameAt past nameBytes");
-  out.starts = TypedTarget<uint32_t>(env, targets, "starts", napi_uint32_array, end);
-  out.ends = TypedTarget<uint32_t>(env, targets, "ends", napi_uint32_array, end);
-  Napi::Value slots = targets.Get("slots");
-  if (!slots.IsTypedArray()) throw Napi::TypeError::New(env, "walkTensorInfos: targets.slots");
-  out.slot_count = slots.As<Napi::TypedArray>().ElementLength();
+  out.starts = TypedTarget<uint32_t>(env, targets, "starts", napi_uint32_array, end).data;
+  out.ends = TypedTarget<uint32_t>(env, targets, "ends", napi_uint32_array, end).data;
+  const TypedTargetSpan<int32_t> slots = TypedTarget<int32_t>(env, targets, "slots", napi_int32_array);
+  out.slots = slots.data;
+  out.slot_count = slots.length;
   // A power of two, over twice the tensors: every probe ends at an empty slot.
   if (out.slot_count < 2 * end || (out.slot_count & (out.slot_count - 1)) != 0) throw Napi::RangeError::New(env, "walkTensorInfos: targets.slots");
-  out.slots = TypedTarget<int32_t>(env, targets, "slots", napi_int32_array, out.slot_count);
-  out.type_ids = TypedTarget<uint8_t>(env, targets, "typeIds", napi_uint8_array, end);
-  out.dims = TypedTarget<uint8_t>(env, targets, "dims", napi_uint8_array, end);
-  out.ne = TypedTarget<double>(env, targets, "ne", napi_float64_array, end * 4);
-  out.offsets = TypedTarget<double>(env, targets, "offsets", napi_float64_array, end);
-  out.nbytes = TypedTarget<double>(env, targets, "nbytes", napi_float64_array, end);
-  out.info_offsets = TypedTarget<double>(env, targets, "infoOffsets", napi_float64_array, end);
+  out.type_ids = TypedTarget<uint8_t>(env, targets, "typeIds", napi_uint8_array, end).data;
+  out.dims = TypedTarget<uint8_t>(env, targets, "dims", napi_uint8_array, end).data;
+  out.ne = TypedTarget<double>(env, targets, "ne", napi_float64_array, end * 4).data;
+  out.offsets = TypedTarget<double>(env, targets, "offsets", napi_float64_array, end).data;
+  out.nbytes = TypedTarget<double>(env, targets, "nbytes", napi_float64_array, end).data;
+  out.info_offsets = TypedTarget<double>(env, targets, "infoOffsets", napi_float64_array, end).data;
   const TensorInfoWalk walk = WalkTensorInfos(static_cast<const uint8_t*>(view.Data()), limit, static_cast<size_t>(pos), static_cast<uint64_t>(first),
                                               static_cast<uint64_t>(count), wide, little_endian, static_cast<uint64_t>(alignment),
                                               static_cast<size_t>(name_at), out);

@@ -65,7 +65,7 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
     mode,
     sizes: file.parts.map((p) => p.size),
     // The files this thread has open (their identity when opened), not what the paths name now.
-    identities: parts.map((p) => (p.source.origin === undefined ? identityOf(p.path!) : `${p.source.origin.identity.dev}:${p.source.origin.identity.ino}`)),
+    identities: parts.map((p) => (p.source.origin === undefined ? identityOf(p.path!) : identityKey(p.source.origin.identity))),
     limits,
     kinds: perTensor,
     name,
@@ -87,8 +87,11 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
 
 /** A file's device and inode, as `dev:ino` (what a worker compares its open file with). @internal */
 export function identityOf(path: string): string {
-  const st = statSync(path, { bigint: true });
-  return `${st.dev}:${st.ino}`;
+  return identityKey(statSync(path, { bigint: true }));
+}
+
+function identityKey(id: { dev: bigint | string; ino: bigint | string }): string {
+  return `${id.dev}:${id.ino}`;
 }
 
 /** Tensor index runs [first, end) of about equal bytes, one per thread. */
