@@ -1,5 +1,4 @@
 import { existsSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { extname, isAbsolute, join } from 'node:path';
 import { GgufError } from './errors.js';
 import { toFilePath } from './file/path.js';
@@ -21,6 +20,7 @@ export interface TensorInfoTargets {
   readonly nameBytes: Uint8Array;
   readonly starts: Uint32Array;
   readonly ends: Uint32Array;
+  readonly hashes: Uint32Array;
   readonly slots: Int32Array;
   readonly typeIds: Uint8Array;
   readonly dims: Uint8Array;
@@ -95,7 +95,7 @@ interface Addon {
   copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
-  /** See native/tensor_info_walk.h: [records accepted, offset after them, name bytes used, longest probe]. */
+  /** See native/tensor_info_walk.h: [records accepted, offset after them, name bytes used, longest probe, 1 (hashes stored)]. */
   walkTensorInfos(
     view: DataView,
     pos: number,
@@ -107,7 +107,7 @@ interface Addon {
     nameAt: number,
     targets: TensorInfoTargets,
     fileSize: number,
-  ): [number, number, number, number];
+  ): [number, number, number, number, number?];
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
   /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
@@ -141,6 +141,31 @@ function loadOverride(path: string): LoadResult {
     return { error: `GGUF_MMAP_ADDON names no file it can read: '${path}' (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
   }
   if (kind === undefined || !kind.isFile()) return { error: `GGUF_MMAP_ADDON names ${kind === undefined ? 'no file' : 'something other than a regular file'}: '${path}'` };
+  return dlopen(path);
+}
+
+/**
+ * Which build of the addon to load: GGUF_MMAP_ADDON if set (`off` loads none, as where no build
+ * exists), else what node-gyp-build would pick for this package's own layout (node-gyp's
+ * build/Release, else prebuilds/PLATFORM-ARCH/, on Linux the binary tagged with this libc), else
+ * cmake-js's build-cmake/Release. Found here rather than by node-gyp-build itself: requiring it
+ * started the CommonJS loader, 4-5 ms of every process's first open (test/addon.test.ts checks
+ * the two agree).
+ */
+export function resolveAddon(root = packageRoot()): string | undefined {
+  const prebuilt = join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  // node-gyp-build's libc: the LIBC variable, else musl where /etc/alpine-release exists.
+  const libc = process.env.LIBC || (existsSync('/etc/alpine-release') ? 'musl' : 'glibc');
+  const candidates = [
+    join(root, 'build/Release/gguf_mmap.node'),
+    ...(process.platform === 'linux' ? [join(prebuilt, `gguf-mmap.${libc}.node`)] : []),
+    join(prebuilt, 'gguf-mmap.node'),
+    join(root, 'build-cmake/Release/gguf_mmap.node'),
+  ];
+  return candidates.find((path) => existsSync(path));
+}
+
+function dlopen(path: string): LoadResult {
   const module = { exports: {} as Addon };
   try {
     process.dlopen(module, path);
@@ -148,22 +173,6 @@ function loadOverride(path: string): LoadResult {
     return { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
   }
   return { addon: module.exports, path };
-}
-
-/**
- * Which build of the addon to load: GGUF_MMAP_ADDON if set (`off` loads none, as where no build
- * exists), else node-gyp's build/Release, else a prebuilt binary for this platform (prebuilds/,
- * found by node-gyp-build), else cmake-js's build-cmake/Release.
- */
-function resolveAddon(): string | undefined {
-  const root = packageRoot();
-  const require = createRequire(import.meta.url);
-  try {
-    return (require('node-gyp-build') as { path(dir: string): string }).path(root);
-  } catch {
-    const cmake = join(root, 'build-cmake/Release/gguf_mmap.node');
-    return existsSync(cmake) ? cmake : undefined;
-  }
 }
 
 let loaded: LoadResult | undefined;
@@ -177,15 +186,7 @@ function load(): LoadResult {
     loaded = loadOverride(override);
   } else {
     const path = resolveAddon();
-    if (path === undefined) {
-      loaded = { error: `no build and no prebuilt binary for ${process.platform}-${process.arch}` };
-    } else {
-      try {
-        loaded = { addon: createRequire(import.meta.url)(path) as Addon, path };
-      } catch (error) {
-        loaded = { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
-      }
-    }
+    loaded = path === undefined ? { error: `no build and no prebuilt binary for ${process.platform}-${process.arch}` } : dlopen(path);
   }
   return loaded;
 }
@@ -250,10 +251,19 @@ export function liveMappings(): number {
   return optionalAddon()?.liveMappings() ?? 0;
 }
 
-/** The addon's walk of tensor infos (native/tensor_info_walk.h), or undefined without the addon. */
+let tensorInfoWalk: Addon['walkTensorInfos'] | null | undefined;
+
+/**
+ * The addon's walk of tensor infos (native/tensor_info_walk.h), or undefined without the addon
+ * (or with a build older than the walk, as GGUF_MMAP_ADDON may name: then every record is read in
+ * TypeScript).
+ */
 export function nativeTensorInfoWalk(): Addon['walkTensorInfos'] | undefined {
-  const native = optionalAddon();
-  return native === undefined ? undefined : native.walkTensorInfos.bind(native);
+  if (tensorInfoWalk === undefined) {
+    const native = optionalAddon();
+    tensorInfoWalk = typeof native?.walkTensorInfos === 'function' ? native.walkTensorInfos.bind(native) : null;
+  }
+  return tensorInfoWalk ?? undefined;
 }
 
 /**

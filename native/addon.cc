@@ -572,18 +572,23 @@ struct TypedTargetSpan {
   size_t length;
 };
 
+// One napi_get_typedarray_info per target (it runs for every part of every open).
 template <typename T>
 TypedTargetSpan<T> TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, napi_typedarray_type type, size_t need = 0) {
   Napi::Value value = targets.Get(name);
-  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type || value.As<Napi::TypedArray>().ElementLength() < need) {
+  bool typed = false;
+  napi_typedarray_type actual;
+  size_t length = 0;
+  void* data = nullptr;
+  if (napi_is_typedarray(env, value, &typed) != napi_ok || !typed ||
+      napi_get_typedarray_info(env, value, &actual, &length, &data, nullptr, nullptr) != napi_ok || actual != type || length < need) {
     throw Napi::TypeError::New(env, std::string("walkTensorInfos: targets.") + name + " is not a typed array of the right kind and length");
   }
-  Napi::TypedArray array = value.As<Napi::TypedArray>();
-  return {reinterpret_cast<T*>(static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset()), array.ElementLength()};
+  return {static_cast<T*>(data), length};
 }
 
 // walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize):
-// [records accepted, offset after them, name bytes used, longest probe]; see tensor_info_walk.h.
+// [records accepted, offset after them, name bytes used, longest probe, 1: hashes stored]; see tensor_info_walk.h.
 Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 10 || !info[0].IsDataView() || !info[8].IsObject() || !info[9].IsNumber()) {
@@ -621,6 +626,7 @@ Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   if (name_at > static_cast<double>(out.name_capacity)) throw Napi::RangeError::New(env, "walkTensorInfos: nameAt past nameBytes");
   out.starts = TypedTarget<uint32_t>(env, targets, "starts", napi_uint32_array, end).data;
   out.ends = TypedTarget<uint32_t>(env, targets, "ends", napi_uint32_array, end).data;
+  out.hashes = TypedTarget<uint32_t>(env, targets, "hashes", napi_uint32_array, end).data;
   const TypedTargetSpan<int32_t> slots = TypedTarget<int32_t>(env, targets, "slots", napi_int32_array);
   out.slots = slots.data;
   out.slot_count = slots.length;
@@ -635,11 +641,12 @@ Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   const TensorInfoWalk walk = WalkTensorInfos(static_cast<const uint8_t*>(view.Data()), limit, static_cast<size_t>(pos), static_cast<uint64_t>(first),
                                               static_cast<uint64_t>(count), wide, little_endian, static_cast<uint64_t>(alignment),
                                               static_cast<size_t>(name_at), out);
-  Napi::Array result = Napi::Array::New(env, 4);
+  Napi::Array result = Napi::Array::New(env, 5);
   result.Set(uint32_t{0}, Napi::Number::New(env, static_cast<double>(walk.walked)));
   result.Set(uint32_t{1}, Napi::Number::New(env, static_cast<double>(walk.pos)));
   result.Set(uint32_t{2}, Napi::Number::New(env, static_cast<double>(walk.name_at)));
   result.Set(uint32_t{3}, Napi::Number::New(env, static_cast<double>(walk.max_probe)));
+  result.Set(uint32_t{4}, Napi::Number::New(env, 1));  // hashes stored (a build before them returned 4)
   return result;
 }
 

@@ -3,7 +3,6 @@
 #include "header_load.h"
 
 #include <cstring>
-#include <vector>
 
 namespace gguf_mmap {
 namespace {
@@ -50,8 +49,6 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
   const bool swap = little_endian != HostIsLittleEndian();
   const size_t count_size = wide_counts ? 8 : 4;
   uint64_t walked = 0;
-  std::vector<uint32_t> hashes;
-  hashes.reserve(static_cast<size_t>(count < (uint64_t{1} << 20) ? count : (uint64_t{1} << 20)));
   for (; walked < count; walked++) {
     const uint64_t i = first + walked;
     const size_t start = pos;
@@ -98,7 +95,7 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     std::memcpy(out.name_bytes + name_at, name, name_length);
     out.starts[i] = static_cast<uint32_t>(name_at);
     out.ends[i] = static_cast<uint32_t>(name_at + name_length);
-    hashes.push_back(KeyedHash(name, name_length, out.key0, out.key1));
+    out.hashes[i] = KeyedHash(name, name_length, out.key0, out.key1);
     name_at += name_length;
     out.type_ids[i] = static_cast<uint8_t>(type_id);
     out.dims[i] = static_cast<uint8_t>(n_dims);
@@ -116,17 +113,18 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
   uint32_t max_probe = 0;
   constexpr size_t kAhead = 16;
   for (uint64_t k = 0; k < walked; k++) {
-    if (k + kAhead < walked) __builtin_prefetch(&out.slots[hashes[k + kAhead] & mask]);
     const uint64_t i = first + k;
+    if (k + kAhead < walked) __builtin_prefetch(&out.slots[out.hashes[i + kAhead] & mask]);
     const uint8_t* name = out.name_bytes + out.starts[i];
     const uint32_t name_length = out.ends[i] - out.starts[i];
-    size_t slot = hashes[k] & mask;
+    const uint32_t hash = out.hashes[i];
+    size_t slot = hash & mask;
     uint32_t probes = 1;
     bool seen = false;
     for (;; slot = (slot + 1) & mask, probes++) {
       const int32_t entry = out.slots[slot] - 1;
       if (entry < 0) break;
-      if (out.ends[entry] - out.starts[entry] == name_length && std::memcmp(out.name_bytes + out.starts[entry], name, name_length) == 0) {
+      if (out.hashes[entry] == hash && out.ends[entry] - out.starts[entry] == name_length && std::memcmp(out.name_bytes + out.starts[entry], name, name_length) == 0) {
         seen = true;
         break;
       }

@@ -21,6 +21,8 @@ struct TensorInfoTargets {
   size_t name_capacity;
   uint32_t* starts;
   uint32_t* ends;
+  // Each record's name hash (KeyedHash below), kept by the index to compare before the bytes.
+  uint32_t* hashes;
   // lib/format/name-index.ts's open-addressing table: entry + 1 per slot, 0 empty; a power of two
   // slots. Entry i is tensor i.
   int32_t* slots;

@@ -54,6 +54,13 @@ export function keyedHash(bytes: Uint8Array, start: number, end: number): number
   return (v1 ^ v3) >>> 0;
 }
 
+/** Slots of an index of `capacity` entries: a power of two, at least twice as many. */
+function slotCount(capacity: number): number {
+  let size = 2;
+  while (size < capacity * 2) size *= 2;
+  return size;
+}
+
 /**
  * Names as ranges of one byte array (`bytes`, which must not change while the index is used),
  * numbered in the order added, in an open-addressing table at least twice their count.
@@ -62,29 +69,43 @@ export class NameIndex {
   // Offsets into `bytes`: 32-bit while it is under 4 GiB (every tensor-name store, most headers).
   private readonly starts: Uint32Array | Float64Array;
   private readonly ends: Uint32Array | Float64Array;
+  /** Each entry's keyedHash: compared before the bytes, and reused to look a name up in another index. */
+  private readonly hashes: Uint32Array;
   private count = 0;
   /** Entry + 1 per slot (0: empty); a power of two. */
   private readonly slots: Int32Array;
   /** The longest run of slots one add() or find() has walked (for tests of hash flooding). */
   longestProbe = 0;
 
+  /**
+   * `words`: where the four arrays go while `bytes` is under 4 GiB (32-bit offsets, the usual
+   * case), wordsFor(capacity) of them, zeros; else they are allocated here.
+   */
   constructor(
     capacity: number,
     private readonly bytes: Uint8Array,
+    words?: Uint32Array,
   ) {
-    let size = 2;
-    while (size < capacity * 2) size *= 2;
+    const size = slotCount(capacity);
     if (bytes.byteLength <= 0xffffffff) {
-      // One allocation for the three (32-bit offsets, the usual case).
-      const words = new Uint32Array(capacity * 2 + size);
-      this.starts = words.subarray(0, capacity);
-      this.ends = words.subarray(capacity, capacity * 2);
-      this.slots = new Int32Array(words.buffer, capacity * 2 * 4, size);
+      // One allocation for the four.
+      words ??= new Uint32Array(NameIndex.wordsFor(capacity));
+      const { buffer, byteOffset } = words;
+      this.starts = new Uint32Array(buffer, byteOffset, capacity);
+      this.ends = new Uint32Array(buffer, byteOffset + capacity * 4, capacity);
+      this.hashes = new Uint32Array(buffer, byteOffset + capacity * 8, capacity);
+      this.slots = new Int32Array(buffer, byteOffset + capacity * 12, size);
     } else {
       this.starts = new Float64Array(capacity);
       this.ends = new Float64Array(capacity);
+      this.hashes = new Uint32Array(capacity);
       this.slots = new Int32Array(size);
     }
+  }
+
+  /** 32-bit words the arrays of an index of `capacity` entries take (see the constructor). */
+  static wordsFor(capacity: number): number {
+    return capacity * 3 + slotCount(capacity);
   }
 
   start(entry: number): number {
@@ -93,14 +114,20 @@ export class NameIndex {
   end(entry: number): number {
     return this.ends[entry]!;
   }
+  /** Entry's keyedHash (one key for every index: findRange in another index takes it as is). */
+  hash(entry: number): number {
+    return this.hashes[entry]!;
+  }
 
   /** Adds bytes [start, end) as the next entry; returns an earlier entry with the same bytes (then nothing is added), or -1. */
   add(start: number, end: number): number {
-    const earlier = this.lookup(this.bytes, start, end, true);
+    const hash = keyedHash(this.bytes, start, end);
+    const earlier = this.lookup(this.bytes, start, end, true, hash);
     if (earlier >= 0) return earlier;
     const entry = this.count++;
     this.starts[entry] = start;
     this.ends[entry] = end;
+    this.hashes[entry] = hash;
     return -1;
   }
 
@@ -108,12 +135,18 @@ export class NameIndex {
    * The arrays, for the addon's walk of tensor infos to add entries itself (the same hash, key and
    * probing, native/tensor_info_walk.cc); then `addedElsewhere` counts them.
    */
-  get arrays(): { starts: Uint32Array | Float64Array; ends: Uint32Array | Float64Array; slots: Int32Array } {
-    return { starts: this.starts, ends: this.ends, slots: this.slots };
+  get arrays(): { starts: Uint32Array | Float64Array; ends: Uint32Array | Float64Array; hashes: Uint32Array; slots: Int32Array } {
+    return { starts: this.starts, ends: this.ends, hashes: this.hashes, slots: this.slots };
   }
 
-  /** `count` entries were added through `arrays`, the longest probe `probes` slots. */
-  addedElsewhere(count: number, probes: number): void {
+  /**
+   * `count` entries were added through `arrays`, the longest probe `probes` slots; `hashed`
+   * whether their hashes were stored too (an addon older than `hashes` leaves them to this).
+   */
+  addedElsewhere(count: number, probes: number, hashed: boolean): void {
+    if (!hashed) {
+      for (let entry = this.count; entry < this.count + count; entry++) this.hashes[entry] = keyedHash(this.bytes, this.starts[entry]!, this.ends[entry]!);
+    }
     this.count += count;
     if (probes > this.longestProbe) this.longestProbe = probes;
   }
@@ -139,7 +172,7 @@ export class NameIndex {
         if (probes > this.longestProbe) this.longestProbe = probes;
         return -1;
       }
-      if (this.same(entry, source, start, end)) return entry;
+      if (this.hashes[entry] === hash && this.same(entry, source, start, end)) return entry;
     }
   }
 

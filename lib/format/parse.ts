@@ -338,9 +338,9 @@ function readTensorInfos(cur: Cursor, header: Uint8Array, alignment: number, tab
   let backoff = 1;
   for (let i = 0; i < count; ) {
     if (targets !== undefined) {
-      const [walked, end, nameEnd, probes] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, targets, cur.fileSize);
+      const [walked, end, nameEnd, probes, hashed] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, targets, cur.fileSize);
       if (walked > 0) {
-        table.acceptWalked(walked, nameEnd, probes);
+        table.acceptWalked(walked, nameEnd, probes, hashed === 1);
         i += walked;
         cur.pos = end;
         cur.tensorsLeft -= walked;
