@@ -319,9 +319,9 @@ function checkAlignment(kv: KvRecord): number {
 
 let tensorWalk = nativeTensorInfoWalk;
 
-/** For tests: whether the addon's walk of tensor infos is used (else every record is read here). @internal */
-export function useNativeTensorWalk(on: boolean): void {
-  tensorWalk = on ? nativeTensorInfoWalk : () => undefined;
+/** For tests: whether the addon's walk of tensor infos is used (else every record is read here), or `walk` in its place. @internal */
+export function useNativeTensorWalk(on: boolean, walk?: ReturnType<typeof nativeTensorInfoWalk>): void {
+  tensorWalk = !on ? () => undefined : walk !== undefined ? () => walk : nativeTensorInfoWalk;
 }
 
 /**
