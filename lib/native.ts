@@ -12,7 +12,7 @@ export interface FileIdentity {
   readonly mtimeNs: string;
 }
 
-/** Where walkTensorInfos writes what it reads (lib/format/tensor-table.ts's columns), and what it reads by. */
+/** Where the walk of tensor infos writes what it reads (lib/format/tensor-table.ts's columns), and what it reads by. */
 export interface TensorInfoTargets {
   readonly blockSizes: Uint32Array;
   readonly typeSizes: Uint32Array;
@@ -95,8 +95,8 @@ interface Addon {
   copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
-  /** See native/tensor_info_walk.h: [records accepted, offset after them, name bytes used, longest probe, 1 (hashes stored)]. */
-  walkTensorInfos(
+  /** See native/tensor_info_walk.h and TensorInfoWalk below; `result` gets [records accepted, offset after them, name bytes used, longest probe]. */
+  walkTensorInfoRecords(
     view: DataView,
     pos: number,
     first: number,
@@ -105,9 +105,25 @@ interface Addon {
     littleEndian: boolean,
     alignment: number,
     nameAt: number,
-    targets: TensorInfoTargets,
     fileSize: number,
-  ): [number, number, number, number, number?];
+    ...targets: [
+      blockSizes: Uint32Array,
+      typeSizes: Uint32Array,
+      key: Int32Array,
+      nameBytes: Uint8Array,
+      starts: Uint32Array,
+      ends: Uint32Array,
+      hashes: Uint32Array,
+      slots: Int32Array,
+      typeIds: Uint8Array,
+      dims: Uint8Array,
+      ne: Float64Array,
+      offsets: Float64Array,
+      nbytes: Float64Array,
+      infoOffsets: Float64Array,
+      result: Float64Array,
+    ]
+  ): void;
   dequantize(typeId: number, src: Uint8Array, nblocks: number, out: Float32Array, outIndex: number): boolean;
   dequantizeNew(typeId: number, src: Uint8Array, nblocks: number): Float32Array | false;
   /** Rows (the first of `count`, or their ids) of the tensor `src` into out; false without a native kernel for the type. */
@@ -251,17 +267,44 @@ export function liveMappings(): number {
   return optionalAddon()?.liveMappings() ?? 0;
 }
 
-let tensorInfoWalk: Addon['walkTensorInfos'] | null | undefined;
+/**
+ * Walks up to `count` tensor infos from `pos` into `targets` (native/tensor_info_walk.h): [records
+ * accepted, offset after them, name bytes used, longest probe].
+ */
+export type TensorInfoWalk = (
+  view: DataView,
+  pos: number,
+  first: number,
+  count: number,
+  wideCounts: boolean,
+  littleEndian: boolean,
+  alignment: number,
+  nameAt: number,
+  targets: TensorInfoTargets,
+  fileSize: number,
+) => [walked: number, end: number, nameEnd: number, probes: number];
+
+let tensorInfoWalk: TensorInfoWalk | null | undefined;
 
 /**
- * The addon's walk of tensor infos (native/tensor_info_walk.h), or undefined without the addon
- * (or with a build older than the walk, as GGUF_MMAP_ADDON may name: then every record is read in
- * TypeScript).
+ * The addon's walk of tensor infos, or undefined without the addon (or with a build that has
+ * another version of it, as GGUF_MMAP_ADDON may name: then every record is read in TypeScript).
  */
-export function nativeTensorInfoWalk(): Addon['walkTensorInfos'] | undefined {
+export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
   if (tensorInfoWalk === undefined) {
     const native = optionalAddon();
-    tensorInfoWalk = typeof native?.walkTensorInfos === 'function' ? native.walkTensorInfos.bind(native) : null;
+    if (typeof native?.walkTensorInfoRecords !== 'function') {
+      tensorInfoWalk = null;
+    } else {
+      // The targets as arguments, the results in one reused array: the addon reads each with one
+      // Node-API call (named properties and a returned array cost it 6-8 us per walk, per part).
+      const result = new Float64Array(4);
+      tensorInfoWalk = (view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, t, fileSize) => {
+        native.walkTensorInfoRecords(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, fileSize,
+          t.blockSizes, t.typeSizes, t.key, t.nameBytes, t.starts, t.ends, t.hashes, t.slots, t.typeIds, t.dims, t.ne, t.offsets, t.nbytes, t.infoOffsets, result);
+        return [result[0]!, result[1]!, result[2]!, result[3]!];
+      };
+    }
   }
   return tensorInfoWalk ?? undefined;
 }

@@ -565,34 +565,34 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
 }
 
 // A typed array argument of the expected kind holding at least `need` elements, and its length
-// (its data for the length of this call only: JavaScript owns it).
+// (its data for the length of this call only: JavaScript owns it). One Node-API call each: this
+// runs for every part of every open, and reading 14 named properties took 6-8 us a call.
 template <typename T>
-struct TypedTargetSpan {
+struct TypedArgSpan {
   T* data;
   size_t length;
 };
 
-// One napi_get_typedarray_info per target (it runs for every part of every open).
 template <typename T>
-TypedTargetSpan<T> TypedTarget(Napi::Env env, const Napi::Object& targets, const char* name, napi_typedarray_type type, size_t need = 0) {
-  Napi::Value value = targets.Get(name);
-  bool typed = false;
+TypedArgSpan<T> TypedArg(const Napi::CallbackInfo& info, size_t index, const char* name, napi_typedarray_type type, size_t need = 0) {
   napi_typedarray_type actual;
   size_t length = 0;
   void* data = nullptr;
-  if (napi_is_typedarray(env, value, &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, value, &actual, &length, &data, nullptr, nullptr) != napi_ok || actual != type || length < need) {
-    throw Napi::TypeError::New(env, std::string("walkTensorInfos: targets.") + name + " is not a typed array of the right kind and length");
+  if (napi_get_typedarray_info(info.Env(), info[index], &actual, &length, &data, nullptr, nullptr) != napi_ok || actual != type || length < need) {
+    throw Napi::TypeError::New(info.Env(), std::string("walkTensorInfoRecords: ") + name + " is not a typed array of the right kind and length");
   }
   return {static_cast<T*>(data), length};
 }
 
-// walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize):
-// [records accepted, offset after them, name bytes used, longest probe, 1: hashes stored]; see tensor_info_walk.h.
-Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
+// walkTensorInfoRecords(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, fileSize,
+//   blockSizes, typeSizes, key, nameBytes, starts, ends, hashes, slots, typeIds, dims, ne, offsets,
+//   nbytes, infoOffsets, result): see tensor_info_walk.h. The arguments after fileSize are
+// lib/format/tensor-table.ts's type table, key and columns; result (a Float64Array of 4) gets
+// [records accepted, offset after them, name bytes used, longest probe].
+Napi::Value WalkTensorInfoRecordsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 10 || !info[0].IsDataView() || !info[8].IsObject() || !info[9].IsNumber()) {
-    throw Napi::TypeError::New(env, "walkTensorInfos(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, targets, fileSize)");
+  if (info.Length() < 24 || !info[0].IsDataView() || !info[8].IsNumber()) {
+    throw Napi::TypeError::New(env, "walkTensorInfoRecords(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, fileSize, ...targets, result)");
   }
   Napi::DataView view = info[0].As<Napi::DataView>();
   const double pos = info[1].As<Napi::Number>().DoubleValue();
@@ -603,51 +603,49 @@ Napi::Value WalkTensorInfosJs(const Napi::CallbackInfo& info) {
   const double alignment = info[6].As<Napi::Number>().DoubleValue();
   const double name_at = info[7].As<Napi::Number>().DoubleValue();
   // Nothing past the view, nor past the file (a view is never longer today; the reader checks both).
-  const double file_size = info[9].As<Napi::Number>().DoubleValue();
+  const double file_size = info[8].As<Napi::Number>().DoubleValue();
   const size_t limit = file_size >= 0 && file_size < static_cast<double>(view.ByteLength()) ? static_cast<size_t>(file_size) : view.ByteLength();
   const auto natural = [](double x, double max) { return x >= 0 && x <= max && x == static_cast<double>(static_cast<uint64_t>(x)); };
   if (!natural(pos, static_cast<double>(limit)) || !natural(first, 4294967295.0) || !natural(count, 4294967295.0) || !natural(alignment, 4294967295.0) ||
       alignment < 1 || !natural(name_at, 4294967295.0)) {
-    throw Napi::RangeError::New(env, "walkTensorInfos: bad arguments");
+    throw Napi::RangeError::New(env, "walkTensorInfoRecords: bad arguments");
   }
-  Napi::Object targets = info[8].As<Napi::Object>();
   const size_t end = static_cast<size_t>(first + count);
   TensorInfoTargets out{};
-  const TypedTargetSpan<uint32_t> block_sizes = TypedTarget<uint32_t>(env, targets, "blockSizes", napi_uint32_array);
+  const TypedArgSpan<uint32_t> block_sizes = TypedArg<uint32_t>(info, 9, "blockSizes", napi_uint32_array);
   out.type_count = static_cast<uint32_t>(block_sizes.length);
   out.block_sizes = block_sizes.data;
-  out.type_sizes = TypedTarget<uint32_t>(env, targets, "typeSizes", napi_uint32_array, out.type_count).data;
-  const int32_t* key = TypedTarget<int32_t>(env, targets, "key", napi_int32_array, 2).data;
+  out.type_sizes = TypedArg<uint32_t>(info, 10, "typeSizes", napi_uint32_array, out.type_count).data;
+  const int32_t* key = TypedArg<int32_t>(info, 11, "key", napi_int32_array, 2).data;
   out.key0 = static_cast<uint32_t>(key[0]);
   out.key1 = static_cast<uint32_t>(key[1]);
-  const TypedTargetSpan<uint8_t> names = TypedTarget<uint8_t>(env, targets, "nameBytes", napi_uint8_array);
+  const TypedArgSpan<uint8_t> names = TypedArg<uint8_t>(info, 12, "nameBytes", napi_uint8_array);
   out.name_bytes = names.data;
   out.name_capacity = names.length;
-  if (name_at > static_cast<double>(out.name_capacity)) throw Napi::RangeError::New(env, "walkTensorInfos: nameAt past nameBytes");
-  out.starts = TypedTarget<uint32_t>(env, targets, "starts", napi_uint32_array, end).data;
-  out.ends = TypedTarget<uint32_t>(env, targets, "ends", napi_uint32_array, end).data;
-  out.hashes = TypedTarget<uint32_t>(env, targets, "hashes", napi_uint32_array, end).data;
-  const TypedTargetSpan<int32_t> slots = TypedTarget<int32_t>(env, targets, "slots", napi_int32_array);
+  if (name_at > static_cast<double>(out.name_capacity)) throw Napi::RangeError::New(env, "walkTensorInfoRecords: nameAt past nameBytes");
+  out.starts = TypedArg<uint32_t>(info, 13, "starts", napi_uint32_array, end).data;
+  out.ends = TypedArg<uint32_t>(info, 14, "ends", napi_uint32_array, end).data;
+  out.hashes = TypedArg<uint32_t>(info, 15, "hashes", napi_uint32_array, end).data;
+  const TypedArgSpan<int32_t> slots = TypedArg<int32_t>(info, 16, "slots", napi_int32_array);
   out.slots = slots.data;
   out.slot_count = slots.length;
   // A power of two, over twice the tensors: every probe ends at an empty slot.
-  if (out.slot_count < 2 * end || (out.slot_count & (out.slot_count - 1)) != 0) throw Napi::RangeError::New(env, "walkTensorInfos: targets.slots");
-  out.type_ids = TypedTarget<uint8_t>(env, targets, "typeIds", napi_uint8_array, end).data;
-  out.dims = TypedTarget<uint8_t>(env, targets, "dims", napi_uint8_array, end).data;
-  out.ne = TypedTarget<double>(env, targets, "ne", napi_float64_array, end * 4).data;
-  out.offsets = TypedTarget<double>(env, targets, "offsets", napi_float64_array, end).data;
-  out.nbytes = TypedTarget<double>(env, targets, "nbytes", napi_float64_array, end).data;
-  out.info_offsets = TypedTarget<double>(env, targets, "infoOffsets", napi_float64_array, end).data;
+  if (out.slot_count < 2 * end || (out.slot_count & (out.slot_count - 1)) != 0) throw Napi::RangeError::New(env, "walkTensorInfoRecords: slots");
+  out.type_ids = TypedArg<uint8_t>(info, 17, "typeIds", napi_uint8_array, end).data;
+  out.dims = TypedArg<uint8_t>(info, 18, "dims", napi_uint8_array, end).data;
+  out.ne = TypedArg<double>(info, 19, "ne", napi_float64_array, end * 4).data;
+  out.offsets = TypedArg<double>(info, 20, "offsets", napi_float64_array, end).data;
+  out.nbytes = TypedArg<double>(info, 21, "nbytes", napi_float64_array, end).data;
+  out.info_offsets = TypedArg<double>(info, 22, "infoOffsets", napi_float64_array, end).data;
+  double* result = TypedArg<double>(info, 23, "result", napi_float64_array, 4).data;
   const TensorInfoWalk walk = WalkTensorInfos(static_cast<const uint8_t*>(view.Data()), limit, static_cast<size_t>(pos), static_cast<uint64_t>(first),
                                               static_cast<uint64_t>(count), wide, little_endian, static_cast<uint64_t>(alignment),
                                               static_cast<size_t>(name_at), out);
-  Napi::Array result = Napi::Array::New(env, 5);
-  result.Set(uint32_t{0}, Napi::Number::New(env, static_cast<double>(walk.walked)));
-  result.Set(uint32_t{1}, Napi::Number::New(env, static_cast<double>(walk.pos)));
-  result.Set(uint32_t{2}, Napi::Number::New(env, static_cast<double>(walk.name_at)));
-  result.Set(uint32_t{3}, Napi::Number::New(env, static_cast<double>(walk.max_probe)));
-  result.Set(uint32_t{4}, Napi::Number::New(env, 1));  // hashes stored (a build before them returned 4)
-  return result;
+  result[0] = static_cast<double>(walk.walked);
+  result[1] = static_cast<double>(walk.pos);
+  result[2] = static_cast<double>(walk.name_at);
+  result[3] = static_cast<double>(walk.max_probe);
+  return env.Undefined();
 }
 
 // Whether this runtime lets ArrayBuffers point at memory it did not allocate (Electron does not:
@@ -684,7 +682,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
   exports.Set("mapsFile", Napi::Function::New<MapsFileJs>(env, "mapsFile"));
-  exports.Set("walkTensorInfos", Napi::Function::New<WalkTensorInfosJs>(env, "walkTensorInfos"));
+  exports.Set("walkTensorInfoRecords", Napi::Function::New<WalkTensorInfoRecordsJs>(env, "walkTensorInfoRecords"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));

@@ -139,14 +139,8 @@ export class NameIndex {
     return { starts: this.starts, ends: this.ends, hashes: this.hashes, slots: this.slots };
   }
 
-  /**
-   * `count` entries were added through `arrays`, the longest probe `probes` slots; `hashed`
-   * whether their hashes were stored too (an addon older than `hashes` leaves them to this).
-   */
-  addedElsewhere(count: number, probes: number, hashed: boolean): void {
-    if (!hashed) {
-      for (let entry = this.count; entry < this.count + count; entry++) this.hashes[entry] = keyedHash(this.bytes, this.starts[entry]!, this.ends[entry]!);
-    }
+  /** `count` entries were added through `arrays` (their hashes too), the longest probe `probes` slots. */
+  addedElsewhere(count: number, probes: number): void {
     this.count += count;
     if (probes > this.longestProbe) this.longestProbe = probes;
   }

@@ -319,9 +319,9 @@ function checkAlignment(kv: KvRecord): number {
 
 let tensorWalk = nativeTensorInfoWalk;
 
-/** For tests: whether the addon's walk of tensor infos is used (else every record is read here), or `walk` in its place. @internal */
-export function useNativeTensorWalk(on: boolean, walk?: ReturnType<typeof nativeTensorInfoWalk>): void {
-  tensorWalk = !on ? () => undefined : walk !== undefined ? () => walk : nativeTensorInfoWalk;
+/** For tests: whether the addon's walk of tensor infos is used (else every record is read here). @internal */
+export function useNativeTensorWalk(on: boolean): void {
+  tensorWalk = on ? nativeTensorInfoWalk : () => undefined;
 }
 
 /**
@@ -338,9 +338,9 @@ function readTensorInfos(cur: Cursor, header: Uint8Array, alignment: number, tab
   let backoff = 1;
   for (let i = 0; i < count; ) {
     if (targets !== undefined) {
-      const [walked, end, nameEnd, probes, hashed] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, targets, cur.fileSize);
+      const [walked, end, nameEnd, probes] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, targets, cur.fileSize);
       if (walked > 0) {
-        table.acceptWalked(walked, nameEnd, probes, hashed === 1);
+        table.acceptWalked(walked, nameEnd, probes);
         i += walked;
         cur.pos = end;
         cur.tensorsLeft -= walked;

@@ -102,8 +102,8 @@ export class TensorTable {
   }
 
   /** The walk stored and indexed `count` more tensors, their names ending at byte `nameEnd`. */
-  acceptWalked(count: number, nameEnd: number, probes: number, hashed: boolean): void {
-    this.names.addedElsewhere(count, probes, hashed);
+  acceptWalked(count: number, nameEnd: number, probes: number): void {
+    this.names.addedElsewhere(count, probes);
     this.nameLength = nameEnd;
   }
 
