@@ -119,8 +119,12 @@ export class MappedSource implements ByteSource {
   readonly windowSize: number;
   readonly maxRange: number;
   private readonly mapping: NativeMapping;
-  /** Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. */
-  private readonly status: Uint32Array;
+  /**
+   * Bit 0 set by the addon's SIGBUS handler when a read hit a page the file no longer has. Made at
+   * the first check after the header is read: the buffer costs 5-8 us, and most parts of a split
+   * set are opened and never read.
+   */
+  private status: Uint32Array | undefined;
   private readonly windows = new Map<string, ArrayBufferLike>();
   private readonly ownWindows = new Map<string, ArrayBufferLike>();
   private ownBytes = 0;
@@ -135,7 +139,6 @@ export class MappedSource implements ByteSource {
     if (!(maxWindowBytes >= MIN_WINDOW)) throw new RangeError(`maxWindowBytes must be at least ${MIN_WINDOW}`);
     const limit = Math.min(maxWindowBytes, bufferConstants.MAX_LENGTH);
     this.mapping = mapFile(path, limit, sharedArrayBuffers, hugePages);
-    this.status = new Uint32Array(this.mapping.status());
     this.size = this.mapping.size;
     this.maxRange = Math.min(limit, this.size);
     // A whole small file, else page multiples, so that windows start on pages.
@@ -175,6 +178,7 @@ export class MappedSource implements ByteSource {
 
   check(offset: number): void {
     if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', offset);
+    this.status ??= new Uint32Array(this.mapping.status());
     if ((this.status[0]! & 1) !== 0) {
       throw new GgufError('FILE_CHANGED', `'${this.path}' lost pages while mapped (truncated by another process?); they read as zeros`, offset);
     }
@@ -186,7 +190,15 @@ export class MappedSource implements ByteSource {
     const length = Math.min(this.maxRange, minLength);
     if (length <= this.headLength) return undefined; // cannot grow past what we have
     this.windows.delete('head@0');
+    // The first head window: nothing of the new mapping has been read, so no page can have been
+    // found lost yet, and the check (which makes the status buffer) is left to the next window.
+    const first = this.headLength === 0;
     this.headLength = length;
+    if (first) {
+      const buffer = this.newWindow(0, length);
+      this.windows.set('head@0', buffer);
+      return new DataView(buffer);
+    }
     return new DataView(this.window('head', 0, length));
   }
 
