@@ -12,6 +12,9 @@ export interface FileIdentity {
   readonly mtimeNs: string;
 }
 
+/** Where a walk of tensor infos starts: the records from tensor `first` at `pos` of `view`, names stored from `nameAt`. */
+type WalkStart = [view: DataView, pos: number, first: number, count: number, wideCounts: boolean, littleEndian: boolean, alignment: number, nameAt: number, fileSize: number];
+
 /** Where the walk of tensor infos writes what it reads (lib/format/tensor-table.ts's columns), and what it reads by. */
 export interface TensorInfoTargets {
   readonly blockSizes: Uint32Array;
@@ -97,16 +100,8 @@ interface Addon {
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
   /** See native/tensor_info_walk.h and TensorInfoWalk below; `result` gets [records accepted, offset after them, name bytes used, longest probe]. */
   walkTensorInfoRecords(
-    view: DataView,
-    pos: number,
-    first: number,
-    count: number,
-    wideCounts: boolean,
-    littleEndian: boolean,
-    alignment: number,
-    nameAt: number,
-    fileSize: number,
-    ...targets: [
+    ...args: [
+      ...WalkStart,
       blockSizes: Uint32Array,
       typeSizes: Uint32Array,
       key: Int32Array,
@@ -271,18 +266,7 @@ export function liveMappings(): number {
  * Walks up to `count` tensor infos from `pos` into `targets` (native/tensor_info_walk.h): [records
  * accepted, offset after them, name bytes used, longest probe].
  */
-export type TensorInfoWalk = (
-  view: DataView,
-  pos: number,
-  first: number,
-  count: number,
-  wideCounts: boolean,
-  littleEndian: boolean,
-  alignment: number,
-  nameAt: number,
-  targets: TensorInfoTargets,
-  fileSize: number,
-) => [walked: number, end: number, nameEnd: number, probes: number];
+export type TensorInfoWalk = (...args: [...WalkStart, targets: TensorInfoTargets]) => [walked: number, end: number, nameEnd: number, probes: number];
 
 let tensorInfoWalk: TensorInfoWalk | null | undefined;
 
@@ -299,7 +283,7 @@ export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
       // The targets as arguments, the results in one reused array: the addon reads each with one
       // Node-API call (named properties and a returned array cost it 6-8 us per walk, per part).
       const result = new Float64Array(4);
-      tensorInfoWalk = (view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, t, fileSize) => {
+      tensorInfoWalk = (view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, fileSize, t) => {
         native.walkTensorInfoRecords(view, pos, first, count, wideCounts, littleEndian, alignment, nameAt, fileSize,
           t.blockSizes, t.typeSizes, t.key, t.nameBytes, t.starts, t.ends, t.hashes, t.slots, t.typeIds, t.dims, t.ne, t.offsets, t.nbytes, t.infoOffsets, result);
         return [result[0]!, result[1]!, result[2]!, result[3]!];

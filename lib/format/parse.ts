@@ -338,7 +338,7 @@ function readTensorInfos(cur: Cursor, header: Uint8Array, alignment: number, tab
   let backoff = 1;
   for (let i = 0; i < count; ) {
     if (targets !== undefined) {
-      const [walked, end, nameEnd, probes] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, targets, cur.fileSize);
+      const [walked, end, nameEnd, probes] = walk!(cur.view, cur.pos, i, count - i, cur.wideCounts, cur.littleEndian, alignment, table.nameBytesUsed, cur.fileSize, targets);
       if (walked > 0) {
         table.acceptWalked(walked, nameEnd, probes);
         i += walked;
