@@ -16,7 +16,7 @@
         ["OS=='linux'", {
           "sources": [
             "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
-            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc", "native/os/posix/file_copy.cc", "native/os/linux/glibc_compat.cc"
+            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc", "native/os/posix/file_copy.cc", "native/os/posix/cpus.cc", "native/os/linux/glibc_compat.cc"
           ],
           "cflags_cc": ["-ffunction-sections", "-fdata-sections", "-fvisibility=hidden"],
           "ldflags": [
@@ -30,14 +30,14 @@
         ["OS=='mac'", {
           "sources": [
             "native/os/posix/file_map.cc", "native/os/posix/fault_guard.cc", "native/os/posix/page_cache.cc",
-            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc", "native/os/posix/file_copy.cc"
+            "native/os/posix/file_lock.cc", "native/os/posix/memory.cc", "native/os/posix/host_symbol.cc", "native/os/posix/file_copy.cc", "native/os/posix/cpus.cc"
           ]
         }],
         ["OS=='win'", {
           "sources": [
             "native/os/windows/file_map.cc", "native/os/windows/fault_guard.cc", "native/os/windows/page_cache.cc",
             "native/os/windows/file_lock.cc", "native/os/windows/memory.cc", "native/os/windows/address_space.cc",
-            "native/os/windows/win32.cc", "native/os/windows/host_symbol.cc", "native/os/windows/file_copy.cc"
+            "native/os/windows/win32.cc", "native/os/windows/host_symbol.cc", "native/os/windows/file_copy.cc", "native/os/windows/cpus.cc"
           ],
           "defines": ["_WIN32_WINNT=0x0A00"],
           "msvs_settings": { "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17"] } }

@@ -90,6 +90,8 @@ interface Addon {
   /** XXH64, seed 0 (native/xxh64.cc): update() returns the state, digest() 16 hex digits. */
   Xxh64: new () => { update(bytes: Uint8Array): unknown; digest(): string };
   liveMappings(): number;
+  /** The CPUs this process may use at once: its affinity, capped by its cgroup's CPU limit on Linux (native/os/cpus.h). */
+  usableCpus(): number;
   /** Whether a file open in this process (any thread) is the one with this device and inode (decimal strings). */
   mapsFile(dev: string, ino: string): boolean;
   evictFile(path: string): void;

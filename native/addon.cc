@@ -15,6 +15,7 @@
 
 #include "dequant_napi.h"
 #include "hash_napi.h"
+#include "os/cpus.h"
 #include "os/fault_guard.h"
 #include "os/file_copy.h"
 #include "os/file_lock.h"
@@ -540,6 +541,9 @@ Napi::Value MapsFileJs(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, Region::MapsFile(parse(info[0].As<Napi::String>()), parse(info[1].As<Napi::String>())));
 }
 
+// usableCpus(): the CPUs this process may use at once (os/cpus.h), as the helper thread decides.
+Napi::Value UsableCpusJs(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(UsableCpus())); }
+
 Napi::Value LiveMappings(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Region::LiveCount()));
 }
@@ -685,6 +689,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("walkTensorInfoRecords", Napi::Function::New<WalkTensorInfoRecordsJs>(env, "walkTensorInfoRecords"));
   exports.Set("Mapping", Mapping::Define(env));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
+  exports.Set("usableCpus", Napi::Function::New<UsableCpusJs>(env, "usableCpus"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));
   exports.Set("copyFileRange", Napi::Function::New<CopyFileRangeJs>(env, "copyFileRange"));
   exports.Set("tryLockFile", Napi::Function::New<TryLockFileJs>(env, "tryLockFile"));

@@ -1,5 +1,7 @@
 #include "helper_thread.h"
 
+#include "os/cpus.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -47,7 +49,8 @@ std::atomic<bool> use_helper{true};
 Helper* TheHelper() {
   // Never freed: at exit the helper may still sleep on it (no destructor runs under it).
   static Helper* const helper = []() -> Helper* {
-    if (std::thread::hardware_concurrency() < 2) return nullptr;
+    // Two CPUs this process may use at once, or the helper would only take turns with the caller.
+    if (UsableCpus() < 2) return nullptr;
     Helper* created = new Helper;
     try {
       std::thread(Serve, created).detach();

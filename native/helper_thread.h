@@ -2,7 +2,8 @@
 // batches): the calling thread and the helper take chunks from a shared counter, and the call
 // returns only when both are done with them, so the helper never touches memory after the call
 // that lent it the work. It starts at first use and sleeps between calls. A call made while
-// another thread's call has it (worker threads), or with one online CPU, does every chunk itself.
+// another thread's call has it (worker threads), or where the process may use one CPU only (its
+// affinity, its cgroup's CPU limit: os/cpus.h), does every chunk itself.
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addonPath, resolveAddon } from '../lib/native.js';
+import { addon, addonPath, optionalAddon, resolveAddon } from '../lib/native.js';
 import { packageRoot } from '../lib/package-root.js';
 
 const nodeGypBuild = createRequire(import.meta.url)('node-gyp-build') as { path(dir: string): string };
@@ -44,5 +45,18 @@ describe('native addon', () => {
         rmSync(root, { recursive: true, force: true });
       }
     }
+  });
+
+  it.skipIf(optionalAddon() === undefined)('counts the CPUs the process may use as libuv does (affinity), one under taskset -c 0, as the helper thread decides', () => {
+    const cpus = addon().usableCpus();
+    // libuv counts the affinity mask; the addon caps it by a cgroup CPU limit too, where one is set.
+    expect(cpus).toBeGreaterThanOrEqual(1);
+    expect(cpus).toBeLessThanOrEqual(availableParallelism());
+    const pinned = spawnSync('taskset', ['-c', '0', process.execPath, '-e', `const m = { exports: {} }; process.dlopen(m, ${JSON.stringify(addonPath())}); console.log(m.exports.usableCpus())`], { encoding: 'utf8' });
+    if (pinned.error !== undefined || pinned.status !== 0) {
+      console.info(`taskset could not run here (${pinned.error?.message ?? pinned.stderr.trim()}): the pinned case is skipped`);
+      return;
+    }
+    expect(Number(pinned.stdout.trim())).toBe(1);
   });
 });
