@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { extname, isAbsolute, join } from 'node:path';
+import { extname, isAbsolute, join, toNamespacedPath } from 'node:path';
 import { GgufError } from './errors.js';
 import { toFilePath } from './file/path.js';
 import { packageRoot } from './package-root.js';
@@ -159,19 +159,24 @@ function loadOverride(path: string): LoadResult {
 
 /**
  * Which build of the addon to load: GGUF_MMAP_ADDON if set (`off` loads none, as where no build
- * exists), else what node-gyp-build would pick for this package's own layout (node-gyp's
- * build/Release, else prebuilds/PLATFORM-ARCH/, on Linux the binary tagged with this libc), else
+ * exists), else what node-gyp-build picks for the files this package has: node-gyp's
+ * build/Release (not with PREBUILDS_ONLY set), else prebuilds/PLATFORM-ARCH/ (GGUF_MMAP_PREBUILD
+ * names another folder to look in), the binary tagged with this libc before an untagged one, else
  * cmake-js's build-cmake/Release. Found here rather than by node-gyp-build itself: requiring it
  * started the CommonJS loader, 4-5 ms of every process's first open (test/addon.test.ts checks
- * the two agree).
+ * the two agree). Not followed: npm_config_arch and npm_config_platform (a binary for another
+ * system cannot load), build/Debug, and names with napi or abi tags (prebuildify --napi writes none).
  */
 export function resolveAddon(root = packageRoot()): string | undefined {
-  const prebuilt = join(root, 'prebuilds', `${process.platform}-${process.arch}`);
-  // node-gyp-build's libc: the LIBC variable, else musl where /etc/alpine-release exists.
-  const libc = process.env.LIBC || (existsSync('/etc/alpine-release') ? 'musl' : 'glibc');
+  const env = process.env;
+  const dir = env.GGUF_MMAP_PREBUILD || root;
+  const prebuilt = join(dir, 'prebuilds', `${process.platform}-${process.arch}`);
+  // node-gyp-build's libc: the LIBC variable, else musl where /etc/alpine-release exists (Linux),
+  // else glibc (every other system: prebuildify --tag-libc tags their binaries glibc too).
+  const libc = env.LIBC || (process.platform === 'linux' && existsSync('/etc/alpine-release') ? 'musl' : 'glibc');
   const candidates = [
-    join(root, 'build/Release/gguf_mmap.node'),
-    ...(process.platform === 'linux' ? [join(prebuilt, `gguf-mmap.${libc}.node`)] : []),
+    ...(env.PREBUILDS_ONLY ? [] : [join(dir, 'build/Release/gguf_mmap.node')]),
+    join(prebuilt, `gguf-mmap.${libc}.node`),
     join(prebuilt, 'gguf-mmap.node'),
     join(root, 'build-cmake/Release/gguf_mmap.node'),
   ];
@@ -181,7 +186,8 @@ export function resolveAddon(root = packageRoot()): string | undefined {
 function dlopen(path: string): LoadResult {
   const module = { exports: {} as Addon };
   try {
-    process.dlopen(module, path);
+    // As require() loads one: the namespaced path (\\?\ on Windows) has no MAX_PATH limit.
+    process.dlopen(module, toNamespacedPath(path));
   } catch (error) {
     return { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
   }

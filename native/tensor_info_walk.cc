@@ -87,15 +87,16 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     const uint64_t block = out.block_sizes[type_id];
     if (ne0 % block != 0) break;
     const uint64_t blocks = product / block;
-    if (blocks > kMaxSafe / out.type_sizes[type_id]) break;
+    if (out.type_sizes[type_id] == 0 || blocks > kMaxSafe / out.type_sizes[type_id]) break;
     const uint64_t bytes = blocks * out.type_sizes[type_id];
     const uint64_t offset = LoadNumber<uint64_t>(base + at + 4, swap);
     if (offset % alignment != 0 || offset > kMaxSafe) break;
     // Accepted (unless its name was seen before: indexed below): into the table.
+    // The hash of the copy: the file's bytes may change under the mapping meanwhile.
     std::memcpy(out.name_bytes + name_at, name, name_length);
     out.starts[i] = static_cast<uint32_t>(name_at);
     out.ends[i] = static_cast<uint32_t>(name_at + name_length);
-    out.hashes[i] = KeyedHash(name, name_length, out.key0, out.key1);
+    out.hashes[i] = KeyedHash(out.name_bytes + name_at, name_length, out.key0, out.key1);
     name_at += name_length;
     out.type_ids[i] = static_cast<uint8_t>(type_id);
     out.dims[i] = static_cast<uint8_t>(n_dims);
@@ -121,15 +122,28 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     size_t slot = hash & mask;
     uint32_t probes = 1;
     bool seen = false;
+    bool unsound = false;
     for (;; slot = (slot + 1) & mask, probes++) {
       const int32_t entry = out.slots[slot] - 1;
       if (entry < 0) break;
-      if (out.hashes[entry] == hash && out.ends[entry] - out.starts[entry] == name_length && std::memcmp(out.name_bytes + out.starts[entry], name, name_length) == 0) {
+      if (probes > out.slot_count) {  // a full table (never this reader's: it is twice the tensors)
+        unsound = true;
+        break;
+      }
+      // Only an earlier tensor of this table, its name inside the store, can be in a slot: the
+      // arrays come from JavaScript, so anything else ends the walk here (the reader goes on).
+      const uint32_t entry_start = static_cast<uint64_t>(entry) < i ? out.starts[entry] : 1;
+      const uint32_t entry_end = static_cast<uint64_t>(entry) < i ? out.ends[entry] : 0;
+      if (entry_start > entry_end || entry_end > out.name_capacity) {
+        unsound = true;
+        break;
+      }
+      if (out.hashes[entry] == hash && entry_end - entry_start == name_length && std::memcmp(out.name_bytes + entry_start, name, name_length) == 0) {
         seen = true;
         break;
       }
     }
-    if (seen) {
+    if (seen || unsound) {
       // Records from this one on are not accepted: the walk ends where its info starts.
       return {k, static_cast<size_t>(out.info_offsets[i]), out.starts[i], max_probe};
     }

@@ -195,6 +195,7 @@ export class MappedSource implements ByteSource {
     const first = this.headLength === 0;
     this.headLength = length;
     if (first) {
+      if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', 0);
       const buffer = this.newWindow(0, length);
       this.windows.set('head@0', buffer);
       return new DataView(buffer);

@@ -1,6 +1,9 @@
 // The addon's walk of tensor infos (native/tensor_info_walk.cc) against the TypeScript reader it
 // stands in for: on thousands of mutated files both give the same tensors or the same error (code
 // and offset), and on the cases it hands back (non-ASCII names, huge shapes, duplicates) too.
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, GgufError, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
 import { useNativeTensorWalk } from '../../lib/format/parse.js';
@@ -78,5 +81,35 @@ describe.skipIf(optionalAddon() === undefined)('the addon’s walk of tensor inf
     expect(outcome(cases[3]![1], true)).toMatchObject({ code: 'DUPLICATE_TENSOR' });
     expect(outcome(cases[4]![1], true)).toMatchObject({ code: 'BAD_UTF8' });
     expect(Array.isArray(outcome(cases[0]![1], true))).toBe(true);
+  });
+
+  it('ends the walk, in bounds, on index arrays no reader makes (slots of garbage, a full table), in a child process', () => {
+    // The binding is internal, but its arrays come from JavaScript: whatever they hold, it must
+    // neither read outside them nor probe forever.
+    const script = `import { encodeGguf } from ${JSON.stringify(pathToFileURL(resolve('dist/lib/index.js')).href)};
+      import { parseLayout } from ${JSON.stringify(pathToFileURL(resolve('dist/lib/format/parse.js')).href)};
+      import { TensorTable } from ${JSON.stringify(pathToFileURL(resolve('dist/lib/format/tensor-table.js')).href)};
+      import { nativeTensorInfoWalk } from ${JSON.stringify(pathToFileURL(resolve('dist/lib/native.js')).href)};
+      const names = Array.from({ length: 200 }, (_, i) => 'blk.' + i + '.w');
+      const bytes = encodeGguf({ tensors: names.map((name) => ({ name, type: 'F32', shape: [2], data: new Uint8Array(8) })) });
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const infoAt = parseLayout(view, bytes.length).tensors.infoOffset(0);
+      const walk = nativeTensorInfoWalk();
+      const results = [];
+      for (const fill of ['garbage', 'full', 'far']) {
+        const table = new TensorTable(200, 4096);
+        const targets = table.walkTargets();
+        if (fill === 'garbage') for (let i = 0; i < targets.slots.length; i++) targets.slots[i] = (Math.random() * 2 ** 31) | 0;
+        if (fill === 'full') targets.slots.fill(1); // every slot names tensor 0, whose name is empty
+        if (fill === 'far') { targets.slots.fill(1); targets.starts[0] = 4000; targets.ends[0] = 4000000; }
+        results.push(walk(view, infoAt, 0, 200, true, true, 32, 0, bytes.length, targets)[0]);
+      }
+      console.log(JSON.stringify(results));`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.signal, run.stderr).toBeNull();
+    expect(run.status, run.stderr).toBe(0);
+    const walked = JSON.parse(run.stdout.trim()) as number[];
+    // Each stops at a record it cannot index soundly and leaves it to the reader.
+    for (const n of walked) expect(n).toBeLessThan(200);
   });
 });
