@@ -67,6 +67,16 @@ function perRow(run: (ids: Int32Array) => void): number {
   return median(times);
 }
 
+/** `f` run on the calling thread alone: large batches not shared with the addon's helper thread. */
+function alone<T>(f: () => T): T {
+  useHelperThread(false);
+  try {
+    return f();
+  } finally {
+    useHelperThread(true);
+  }
+}
+
 async function main(): Promise<void> {
   const { path, name } = embeddingFile();
   using g = openGguf(path);
@@ -103,14 +113,6 @@ async function main(): Promise<void> {
     }
   });
   const hot = Int32Array.from({ length: BATCH }, (_, i) => i % 8);
-  const alone = <T>(f: () => T): T => {
-    useHelperThread(false);
-    try {
-      return f();
-    } finally {
-      useHelperThread(true);
-    }
-  };
   const measure = (isa: string) => ({
     isa,
     batch: perRow((ids) => embedding.gatherRows(ids, out)),
@@ -215,11 +217,8 @@ async function hugePageLookups(path: string, name: string, table: Float32Array, 
     }));
     rounds.batch4k.push(perRow((ids) => e4k.gatherRows(ids, out)));
     rounds.batch2m.push(perRow((ids) => e2m.gatherRows(ids, out)));
-    // The calling thread alone: the batch not shared with the addon's helper thread.
-    useHelperThread(false);
-    rounds.alone4k.push(perRow((ids) => e4k.gatherRows(ids, out)));
-    rounds.alone2m.push(perRow((ids) => e2m.gatherRows(ids, out)));
-    useHelperThread(true);
+    rounds.alone4k.push(alone(() => perRow((ids) => e4k.gatherRows(ids, out))));
+    rounds.alone2m.push(alone(() => perRow((ids) => e2m.gatherRows(ids, out))));
   }
   const m = Object.fromEntries(Object.entries(rounds).map(([k, v]) => [k, median(v)])) as Record<keyof typeof rounds, number>;
   const fill = m.fill;

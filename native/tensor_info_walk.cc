@@ -121,29 +121,24 @@ TensorInfoWalk WalkTensorInfos(const uint8_t* base, size_t limit, size_t pos, ui
     const uint32_t hash = out.hashes[i];
     size_t slot = hash & mask;
     uint32_t probes = 1;
-    bool seen = false;
-    bool unsound = false;
+    // The name seen before ends the walk; so does what no reader's index holds (the arrays come
+    // from JavaScript): a full table, a slot naming a later tensor, a name outside the store.
+    bool stop = false;
     for (;; slot = (slot + 1) & mask, probes++) {
       const int32_t entry = out.slots[slot] - 1;
       if (entry < 0) break;
-      if (probes > out.slot_count) {  // a full table (never this reader's: it is twice the tensors)
-        unsound = true;
+      if (probes > out.slot_count || static_cast<uint64_t>(entry) >= i) {
+        stop = true;
         break;
       }
-      // Only an earlier tensor of this table, its name inside the store, can be in a slot: the
-      // arrays come from JavaScript, so anything else ends the walk here (the reader goes on).
-      const uint32_t entry_start = static_cast<uint64_t>(entry) < i ? out.starts[entry] : 1;
-      const uint32_t entry_end = static_cast<uint64_t>(entry) < i ? out.ends[entry] : 0;
-      if (entry_start > entry_end || entry_end > out.name_capacity) {
-        unsound = true;
-        break;
-      }
-      if (out.hashes[entry] == hash && entry_end - entry_start == name_length && std::memcmp(out.name_bytes + entry_start, name, name_length) == 0) {
-        seen = true;
+      const uint32_t entry_start = out.starts[entry], entry_end = out.ends[entry];
+      if (entry_start > entry_end || entry_end > out.name_capacity ||
+          (out.hashes[entry] == hash && entry_end - entry_start == name_length && std::memcmp(out.name_bytes + entry_start, name, name_length) == 0)) {
+        stop = true;
         break;
       }
     }
-    if (seen || unsound) {
+    if (stop) {
       // Records from this one on are not accepted: the walk ends where its info starts.
       return {k, static_cast<size_t>(out.info_offsets[i]), out.starts[i], max_probe};
     }

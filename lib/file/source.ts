@@ -177,7 +177,7 @@ export class MappedSource implements ByteSource {
   }
 
   check(offset: number): void {
-    if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', offset);
+    this.checkOpen(offset);
     this.status ??= new Uint32Array(this.mapping.status());
     if ((this.status[0]! & 1) !== 0) {
       throw new GgufError('FILE_CHANGED', `'${this.path}' lost pages while mapped (truncated by another process?); they read as zeros`, offset);
@@ -192,15 +192,9 @@ export class MappedSource implements ByteSource {
     this.windows.delete('head@0');
     // The first head window: nothing of the new mapping has been read, so no page can have been
     // found lost yet, and the check (which makes the status buffer) is left to the next window.
-    const first = this.headLength === 0;
+    const unread = this.headLength === 0;
     this.headLength = length;
-    if (first) {
-      if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', 0);
-      const buffer = this.newWindow(0, length);
-      this.windows.set('head@0', buffer);
-      return new DataView(buffer);
-    }
-    return new DataView(this.window('head', 0, length));
+    return new DataView(this.window('head', 0, length, unread));
   }
 
   locate(offset: number, length: number): Located {
@@ -260,9 +254,14 @@ export class MappedSource implements ByteSource {
     this.ownBytes = 0;
   }
 
-  /** The shared window `kind` ('head', 'grid') at `start`, kept until close(). */
-  private window(kind: string, start: number, length: number): ArrayBufferLike {
-    this.check(start);
+  private checkOpen(offset: number): void {
+    if (this.isClosed) throw new GgufError('CLOSED', 'the file has been closed', offset);
+  }
+
+  /** The shared window `kind` ('head', 'grid') at `start`, kept until close(); `unread`: nothing of the mapping read yet. */
+  private window(kind: string, start: number, length: number, unread = false): ArrayBufferLike {
+    if (unread) this.checkOpen(start);
+    else this.check(start);
     const key = `${kind}@${start}`;
     let buffer = this.windows.get(key);
     if (buffer === undefined) {
