@@ -1,8 +1,8 @@
 // WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
 // slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q1_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's code
-// under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int to
-// float through unsigned lanes (Uint8ToFloats); byte multiplies (TimesThree) and byte shifts by a
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's
+// code under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int
+// to float through unsigned lanes (StoreAffineUint8x16); byte multiplies (TimesThree) and byte shifts by a
 // variable (the unrolled loops), each emulated in many instructions; constants moved into a branch
 // (F16), which V8 builds again on every pass, and on V8 12 and later (Node 22+) every constant
 // inside a loop built again at each use (Kept). Only in the WebAssembly build
@@ -21,11 +21,6 @@ uint32_t g_opaque_zero = 0;
 
 namespace {
 
-// Uint8ToFloats' constant: 2^23 as float32 lanes (bits 0x4b000000).
-struct Magic {
-  v128_t two23;
-};
-
 // A kernel's constants, made once at its start. V8 12 and later (Node 22+) build a v128.const
 // again at every use inside a loop (three instructions each on x64), even where clang keeps it in
 // a local; a splat of a value read from memory stays in a register. So constants are splats of
@@ -35,12 +30,6 @@ struct Kept {
   v128_t i8(int v) const { return wasm_i8x16_splat(static_cast<int8_t>(v | static_cast<int>(zero))); }
   v128_t i16(int v) const { return wasm_i16x8_splat(static_cast<int16_t>(v | static_cast<int>(zero))); }
   v128_t i32(uint32_t v) const { return wasm_i32x4_splat(static_cast<int32_t>(v | zero)); }
-  Magic magic() const { return {i32(0x4b000000)}; }
-  // Byte j holds bit j % 8 (FifthBits).
-  v128_t bit_of_lane() const {
-    const int8_t z = static_cast<int8_t>(zero);
-    return wasm_i8x16_make(1 | z, 2 | z, 4 | z, 8 | z, 16 | z, 32 | z, 64 | z, -128 | z, 1 | z, 2 | z, 4 | z, 8 | z, 16 | z, 32 | z, 64 | z, -128 | z);
-  }
 };
 
 // The 16 byte lanes of q, sign-extended, as floats in element order: f32x4.convert_i32x4_s, one
@@ -53,24 +42,18 @@ inline void Int8ToFloats(v128_t q, v128_t floats[4]) {
   floats[3] = wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(high));
 }
 
-// The same for unsigned lanes, exactly. Clang turns the signed conversion of a zero-extended
-// value into convert_i32x4_u, which V8 emulates on x64 in eight instructions, so the lanes (below
-// 2^23) go through the float 2^23 + x, less 2^23: two instructions, the same value.
-inline void Uint8ToFloats(v128_t q, v128_t floats[4], const Magic& magic) {
-  const v128_t low = wasm_u16x8_extend_low_u8x16(q), high = wasm_u16x8_extend_high_u8x16(q);
-  const v128_t words[4] = {wasm_u32x4_extend_low_u16x8(low), wasm_u32x4_extend_high_u16x8(low),
-                           wasm_u32x4_extend_low_u16x8(high), wasm_u32x4_extend_high_u16x8(high)};
-  for (int k = 0; k < 4; k++) floats[k] = wasm_f32x4_sub(wasm_v128_or(words[k], magic.two23), magic.two23);
-}
-
 // The high nibble of each byte: a 16-bit shift, then the caller's mask, which stays in a register
 // (V8 builds i8x16.shr_u's own mask again at every use: three more instructions).
 inline v128_t HighNibbles(v128_t q, v128_t nibble) { return wasm_v128_and(wasm_u16x8_shr(q, 4), nibble); }
 
 // out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
-inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min, const Magic& magic) {
+// The kernels' unsigned lanes (nibbles, 5, 3 and 2 bits) are all below 128, so the signed
+// conversion is exact for them. Clang cannot see that the masks (Kept) clear bit 7, so it keeps
+// it; its own choice for a zero-extended value, convert_i32x4_u, V8 emulates on x64 in eight
+// instructions (measured: 3-8% of these kernels' time, against a 2^23 float trick).
+inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min) {
   v128_t floats[4];
-  Uint8ToFloats(q, floats, magic);
+  Int8ToFloats(q, floats);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, wasm_f32x4_sub(wasm_f32x4_mul(floats[k], scale), min));
 }
 
@@ -88,19 +71,30 @@ inline v128_t ProductPlus(v128_t product, v128_t m, bool m_is_nan) {
   return m_is_nan ? wasm_v128_bitselect(product, sum, wasm_f32x4_ne(product, product)) : sum;
 }
 
-// out[0..15] = (uint8 lanes of q) * d + m: ggml's q*d + m of the legacy affine types.
-inline void StoreMulAddUint8x16(float* out, v128_t q, v128_t d, v128_t m, bool m_is_nan, const Magic& magic) {
+// out[0..15] = (uint8 lanes of q, below 128) * d + m: ggml's q*d + m of the legacy affine types.
+inline void StoreMulAddUint8x16(float* out, v128_t q, v128_t d, v128_t m, bool m_is_nan) {
   v128_t floats[4];
-  Uint8ToFloats(q, floats, magic);
+  Int8ToFloats(q, floats);
   for (int k = 0; k < 4; k++) wasm_v128_store(out + 4 * k, ProductPlus(wasm_f32x4_mul(floats[k], d), m, m_is_nan));
 }
 
-// Bytes 0x10 where bit j (lanes 0-15: bits 0-15; `high`: bits 16-31) of a Q5 block's qh is set.
-inline v128_t FifthBits(uint32_t qh, bool high, v128_t bit, v128_t sixteen) {
-  const v128_t words = wasm_u32x4_splat(qh);
-  const v128_t spread = high ? wasm_i8x16_shuffle(words, words, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)
-                             : wasm_i8x16_shuffle(words, words, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  return wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(spread, bit), bit), sixteen);
+// Entry b: byte j is 0x10 where bit j of b is set (a Q5 block's fifth bits, 8 at a time): two
+// table loads give 16 lanes, where spreading the bits with vector operations took five.
+struct FifthBitTable {
+  uint64_t v[256];
+  constexpr FifthBitTable() : v() {
+    for (int b = 0; b < 256; b++)
+      for (int j = 0; j < 8; j++)
+        if ((b >> j) & 1) v[b] |= uint64_t{0x10} << (8 * j);
+  }
+};
+constexpr FifthBitTable kFifthBitTable;
+
+// Bytes 0x10 where bit j (lanes 0-15: bits 0-15; `high`: bits 16-31) of qh is set.
+inline v128_t FifthBitsOf(uint32_t qh, bool high) {
+  const uint32_t bits = high ? qh >> 16 : qh;
+  const v128_t low = wasm_v128_load64_zero(&kFifthBitTable.v[bits & 0xff]);
+  return wasm_v128_load64_lane(&kFifthBitTable.v[(bits >> 8) & 0xff], low, 1);
 }
 
 // Four halves (in 32-bit lanes) as floats, without branches: the exponent moved to float32's bias; an
@@ -236,16 +230,15 @@ template <bool kFifthBits>
 void AffineLegacy(const uint8_t* src, size_t nblocks, float* out) {
   constexpr size_t kBlockBytes = kFifthBits ? 24 : 20, kQuants = kFifthBits ? 8 : 4;
   const Kept k;
-  const v128_t nibble = k.i8(0x0f), bit = k.bit_of_lane(), sixteen = k.i8(16);
-  const Magic magic = k.magic();
+  const v128_t nibble = k.i8(0x0f);
   for (size_t b = 0; b < nblocks; b++, src += kBlockBytes, out += 32) {
     const float mf = HalfToFloat(LoadU16(src + 2));
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src))), m = wasm_f32x4_splat(mf);
     const uint32_t qh = kFifthBits ? LoadU32(src + 4) : 0;
     const v128_t q = wasm_v128_load(src + kQuants);
     const v128_t low = wasm_v128_and(q, nibble), high = HighNibbles(q, nibble);
-    StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBits(qh, false, bit, sixteen)) : low, d, m, mf != mf, magic);
-    StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBits(qh, true, bit, sixteen)) : high, d, m, mf != mf, magic);
+    StoreMulAddUint8x16(out, kFifthBits ? wasm_v128_or(low, FifthBitsOf(qh, false)) : low, d, m, mf != mf);
+    StoreMulAddUint8x16(out + 16, kFifthBits ? wasm_v128_or(high, FifthBitsOf(qh, true)) : high, d, m, mf != mf);
   }
 }
 
@@ -254,21 +247,20 @@ void Q5_1(const uint8_t* src, size_t nblocks, float* out) { AffineLegacy<true>(s
 
 void Q5_0(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
-  const v128_t nibble = k.i8(0x0f), sixteen = k.i8(16), bit = k.bit_of_lane();
+  const v128_t nibble = k.i8(0x0f), sixteen = k.i8(16);
   for (size_t b = 0; b < nblocks; b++, src += 22, out += 32) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
     const uint32_t qh = LoadU32(src + 2);
     const v128_t q = wasm_v128_load(src + 6);
     // (nibble | fifth bit) - 16 as int8.
-    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBits(qh, false, bit, sixteen)), sixteen), d);
-    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(HighNibbles(q, nibble), FifthBits(qh, true, bit, sixteen)), sixteen), d);
+    StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, nibble), FifthBitsOf(qh, false)), sixteen), d);
+    StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_or(HighNibbles(q, nibble), FifthBitsOf(qh, true)), sixteen), d);
   }
 }
 
 void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
   const v128_t nibble = k.i8(0x0f), sixteen = k.i8(16);
-  const Magic magic = k.magic();
   const v128_t low_bits[4] = {k.i8(1), k.i8(4), k.i8(16), k.i8(64)}, high_bits[4] = {k.i8(2), k.i8(8), k.i8(32), k.i8(128)};
   for (size_t b = 0; b < nblocks; b++, src += 176) {
     float scales[8], mins[8];
@@ -282,10 +274,10 @@ void Q5_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
       const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
-      StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1, magic);
-      StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1, magic);
-      StoreAffineUint8x16(out + 32, wasm_v128_or(HighNibbles(v0, nibble), fifth(h0, high_bit)), d2, m2, magic);
-      StoreAffineUint8x16(out + 48, wasm_v128_or(HighNibbles(v1, nibble), fifth(h1, high_bit)), d2, m2, magic);
+      StoreAffineUint8x16(out, wasm_v128_or(wasm_v128_and(v0, nibble), fifth(h0, low_bit)), d1, m1);
+      StoreAffineUint8x16(out + 16, wasm_v128_or(wasm_v128_and(v1, nibble), fifth(h1, low_bit)), d1, m1);
+      StoreAffineUint8x16(out + 32, wasm_v128_or(HighNibbles(v0, nibble), fifth(h0, high_bit)), d2, m2);
+      StoreAffineUint8x16(out + 48, wasm_v128_or(HighNibbles(v1, nibble), fifth(h1, high_bit)), d2, m2);
     }
   }
 }
@@ -316,7 +308,6 @@ void NVFP4(const uint8_t* src, size_t nblocks, float* out) {
 void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
   const v128_t two_bits = k.i8(3);
-  const Magic magic = k.magic();
   for (size_t b = 0; b < nblocks; b++, src += 84) {
     const float d = HalfToFloat(LoadU16(src + 80)), dmin = HalfToFloat(LoadU16(src + 82));
     const uint8_t* scales = src;
@@ -328,7 +319,7 @@ void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
         for (int part = 0; part < 2; part++, scales++, out += 16) {
           const v128_t dl = wasm_f32x4_splat(d * static_cast<float>(*scales & 0xf));
           const v128_t ml = wasm_f32x4_splat(dmin * static_cast<float>(*scales >> 4));
-          StoreAffineUint8x16(out, wasm_v128_and(wasm_u16x8_shr(v[part], shift), two_bits), dl, ml, magic);
+          StoreAffineUint8x16(out, wasm_v128_and(wasm_u16x8_shr(v[part], shift), two_bits), dl, ml);
         }
       }
     }
@@ -337,31 +328,38 @@ void Q2_K(const uint8_t* src, size_t nblocks, float* out) {
 
 void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
-  const v128_t two_bits = k.i8(3), four = k.i8(4), zero = k.i8(0);
-  // hmask bit (shift / 2 + 4 * half) of each element.
-  const v128_t hmask_bits[8] = {k.i8(1), k.i8(2), k.i8(4), k.i8(8), k.i8(16), k.i8(32), k.i8(64), k.i8(128)};
+  const v128_t two_bits = k.i8(3), four = k.i8(4), nibble = k.i8(0x0f), thirty_two = k.i8(32);
   for (size_t b = 0; b < nblocks; b++, src += 110) {
     const float d = HalfToFloat(LoadU16(src + 108));
-    // The 16 scales, 6 bits less 32: low nibbles of bytes 96-103, then their high nibbles; bits
-    // 4-5 from bit pair j / 4 of byte 104 + j % 4. Each d * scale, rounded once as ggml does.
-    const uint8_t* s = src + 96;
+    // The 16 scales, 6 bits less 32, all at once: low nibbles of bytes 96-103, then their high
+    // nibbles; bits 4-5 from bit pair j / 4 of byte 104 + j % 4. Each d * scale, rounded once as
+    // ggml does. (Scalar, this was a fifth of the kernel's time.)
     float dl[16];
-    for (int j = 0; j < 16; j++) {
-      const int low = j < 8 ? s[j] & 0xf : s[j - 8] >> 4;
-      const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-      dl[j] = d * static_cast<float>((low | (high << 4)) - 32);
+    {
+      const v128_t s = wasm_v128_load64_zero(src + 96);
+      const v128_t low = wasm_i64x2_shuffle(wasm_v128_and(s, nibble), HighNibbles(s, nibble), 0, 2);
+      const v128_t h = wasm_v128_load32_splat(src + 104);  // byte j: byte 104 + j % 4
+      const v128_t pairs = wasm_i32x4_shuffle(wasm_i32x4_shuffle(h, wasm_u16x8_shr(h, 2), 0, 5, 2, 3),
+                                              wasm_i32x4_shuffle(wasm_u16x8_shr(h, 4), wasm_u16x8_shr(h, 6), 0, 1, 2, 7), 0, 1, 6, 7);
+      const v128_t six_bits = wasm_v128_or(low, wasm_i16x8_shl(wasm_v128_and(pairs, two_bits), 4));
+      v128_t scales[4];
+      Int8ToFloats(wasm_i8x16_sub(six_bits, thirty_two), scales);
+      const v128_t dv = wasm_f32x4_splat(d);
+      for (int j = 0; j < 4; j++) wasm_v128_store(dl + 4 * j, wasm_f32x4_mul(scales[j], dv));
     }
-    const v128_t hmask[2] = {wasm_v128_load(src), wasm_v128_load(src + 16)};
+    // The hmask bits inverted: bit p of an element's byte moved to bit 2 is the 4 to take away.
+    const v128_t clear[2] = {wasm_v128_not(wasm_v128_load(src)), wasm_v128_not(wasm_v128_load(src + 16))};
     const float* scale = dl;
+#pragma clang loop unroll(full)  // constant shifts, as in Q2_K
     for (int half = 0; half < 2; half++) {
       const v128_t v[2] = {wasm_v128_load(src + 32 + 32 * half), wasm_v128_load(src + 48 + 32 * half)};
-#pragma clang loop unroll(full)  // constant shifts, as in Q2_K
+#pragma clang loop unroll(full)
       for (int shift = 0; shift < 8; shift += 2, out += 32, scale += 2) {
-        const v128_t bit = hmask_bits[(shift >> 1) + 4 * half];
+        const int bit = (shift >> 1) + 4 * half;
         // Two bits of qs, less 4 where the element's hmask bit is clear; 16 elements per scale.
         for (int k = 0; k < 2; k++) {
-          v128_t q = wasm_v128_and(wasm_u16x8_shr(v[k], shift), two_bits);
-          q = wasm_i8x16_sub(q, wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(hmask[k], bit), zero), four));
+          const v128_t moved = bit < 2 ? wasm_i16x8_shl(clear[k], 2 - bit) : wasm_u16x8_shr(clear[k], bit - 2);
+          const v128_t q = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v[k], shift), two_bits), wasm_v128_and(moved, four));
           StoreScaledInt8x16(out + 16 * k, q, wasm_f32x4_splat(scale[k]));
         }
       }
@@ -372,17 +370,15 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
 // TQ1_0: digit n of byte x is (x * 3^n mod 256) * 3 >> 8, which is 0 below 86, 1 below 171, else
 // 2. So 16 bytes at once: q = x * 3^n mod 256 by wrapping byte adds (q, then 3q), the digit less 1
 // from two unsigned compares.
-// Byte lanes times 3, through 16-bit multiplies: WebAssembly has no i8x16.mul, and clang turns
-// q + q + q into one, which V8 then runs lane by lane (measured 3-4x slower for the whole kernel).
+// Byte lanes times 3 as x + 2x: 2x is a 16-bit shift with each byte's carried-in bit cleared.
+// WebAssembly has no i8x16.mul; clang turns x + x + x (or x + byte shift) into one, which V8 then
+// runs lane by lane (measured 3-4x slower for the whole kernel), unless the mask is opaque (Kept).
 struct Ternary {
-  v128_t three, high_bytes, at86, at171, minus_one;  // 16-bit 3 and 0xff00; bytes 86, 171, -1
+  v128_t even_bits, at86, at171, minus_one;  // bytes 0xfe, 86, 171, -1
 };
 
 inline v128_t TimesThree(v128_t q, const Ternary& t) {
-  const v128_t three = t.three, high_bytes = t.high_bytes;
-  const v128_t even = wasm_i16x8_mul(q, three);                              // low bytes right
-  const v128_t odd = wasm_i16x8_mul(wasm_v128_and(q, high_bytes), three);  // high bytes right
-  return wasm_v128_bitselect(odd, even, high_bytes);
+  return wasm_i8x16_add(q, wasm_v128_and(wasm_i16x8_shl(q, 1), t.even_bits));
 }
 
 inline v128_t TernaryDigitLessOne(v128_t q, const Ternary& t) {
@@ -393,7 +389,7 @@ inline v128_t TernaryDigitLessOne(v128_t q, const Ternary& t) {
 
 void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
-  const Ternary t{k.i16(3), k.i16(0xff00), k.i8(86), k.i8(171), k.i8(-1)};
+  const Ternary t{k.i8(0xfe), k.i8(86), k.i8(171), k.i8(-1)};
   for (size_t b = 0; b < nblocks; b++, src += 54) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src + 52)));
     v128_t q0 = wasm_v128_load(src), q1 = wasm_v128_load(src + 16), q2 = wasm_v128_load(src + 32);
@@ -417,10 +413,26 @@ void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
   }
 }
 
+// TQ2_0: 2-bit values 0..2, less 1; each 32 bytes give four runs of 32 (bit pairs 0-3).
+void TQ2_0(const uint8_t* src, size_t nblocks, float* out) {
+  const Kept k;
+  const v128_t two_bits = k.i8(3), one = k.i8(1);
+  for (size_t b = 0; b < nblocks; b++, src += 66) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src + 64)));
+    for (int j = 0; j < 64; j += 32) {
+      const v128_t v[2] = {wasm_v128_load(src + j), wasm_v128_load(src + j + 16)};
+#pragma clang loop unroll(full)  // constant shifts, as in Q2_K
+      for (int shift = 0; shift < 8; shift += 2, out += 32) {
+        StoreScaledInt8x16(out, wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v[0], shift), two_bits), one), d);
+        StoreScaledInt8x16(out + 16, wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v[1], shift), two_bits), one), d);
+      }
+    }
+  }
+}
+
 void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
   const v128_t nibble = k.i8(0x0f);
-  const Magic magic = k.magic();
   for (size_t b = 0; b < nblocks; b++, src += 144) {
     float scales[8], mins[8];
     KScalesMins(src, HalfToFloat(LoadU16(src)), HalfToFloat(LoadU16(src + 2)), scales, mins);
@@ -429,10 +441,10 @@ void Q4_K(const uint8_t* src, size_t nblocks, float* out) {
       const v128_t v0 = wasm_v128_load(q), v1 = wasm_v128_load(q + 16);
       const v128_t d1 = wasm_f32x4_splat(scales[2 * g]), m1 = wasm_f32x4_splat(mins[2 * g]);
       const v128_t d2 = wasm_f32x4_splat(scales[2 * g + 1]), m2 = wasm_f32x4_splat(mins[2 * g + 1]);
-      StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1, magic);
-      StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1, magic);
-      StoreAffineUint8x16(out + 32, HighNibbles(v0, nibble), d2, m2, magic);
-      StoreAffineUint8x16(out + 48, HighNibbles(v1, nibble), d2, m2, magic);
+      StoreAffineUint8x16(out, wasm_v128_and(v0, nibble), d1, m1);
+      StoreAffineUint8x16(out + 16, wasm_v128_and(v1, nibble), d1, m1);
+      StoreAffineUint8x16(out + 32, HighNibbles(v0, nibble), d2, m2);
+      StoreAffineUint8x16(out + 48, HighNibbles(v1, nibble), d2, m2);
     }
   }
 }
@@ -476,7 +488,7 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 const KernelSet kSimd128Kernels = {
     F16, BF16, Q4_0, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
     Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, Q2_K, Q3_K, nullptr,
-    IQ4_XS, TQ1_0, nullptr,
+    IQ4_XS, TQ1_0, TQ2_0,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 

@@ -168,13 +168,18 @@ describe('dequantize(type, bytes, out?)', () => {
   });
 
   it('the WebAssembly kernels decode tensors larger than their scratch area, into an offset out', () => {
-    const blocks = randomBytes(144 * 1000, 77); // 256,000 values: several chunks of 65,536
-    for (const block of [0, 999]) new DataView(blocks.buffer).setUint16(block * 144, 0x2c00, true);
-    const js = dequantize('Q4_K', blocks, undefined, { backend: 'js' });
-    const out = new Float32Array(256_000 + 5).fill(7);
-    dequantize('Q4_K', blocks, out.subarray(5), { backend: 'wasm' });
-    expect(out.subarray(0, 5).every((v) => v === 7)).toBe(true);
-    expect(firstBitDifference(out.subarray(5), js)).toBe(-1);
+    // Blocks go in 262,144 values' worth at a time and come out 4,096 values at a time: both
+    // tensors take two copies in, the second short, and end on a short piece out.
+    const q4k = randomBytes(144 * 1100, 77); // 281,600 values
+    for (const block of [0, 1099]) new DataView(q4k.buffer).setUint16(block * 144, 0x2c00, true);
+    const f16 = randomBytes(2 * 300_001, 78);
+    for (const [type, blocks, values] of [['Q4_K', q4k, 281_600], ['F16', f16, 300_001]] as const) {
+      const js = dequantize(type, blocks, undefined, { backend: 'js' });
+      const out = new Float32Array(values + 6).fill(7);
+      dequantize(type, blocks, out.subarray(5, 5 + values), { backend: 'wasm' });
+      expect(out.subarray(0, 5).every((v) => v === 7) && out[values + 5] === 7, type).toBe(true);
+      expect(firstBitDifference(out.subarray(5, 5 + values), js), type).toBe(-1);
+    }
   });
 
   it('plain types convert as values in both byte orders', () => {
