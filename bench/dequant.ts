@@ -188,21 +188,25 @@ async function main(): Promise<void> {
   // The kernels' own speed, their data in cache: what the WebAssembly / native target compares
   // (on days this VM's memory is slow, the table above is bound by writing memory for both).
   const HOT = 1 << 16;
-  const hotOut = new Float32Array(HOT);
-  // Rounds of 50 calls of each, alternating (this VM's speed drifts within seconds),
-  // the first 3 of each dropped; medians, in microseconds per call.
-  const interleaved = (fns: Array<() => unknown>): number[] => {
+  // The output at each of the four 16-byte offsets within a 64-byte line, in turn: the native
+  // kernels store whole lines, and how the allocator aligned one array moved their time 20-30%
+  // from process to process (the buffer is 16-byte aligned, so these four are every case once).
+  const hotLines = new Float32Array(HOT + 12);
+  const hotOuts = [0, 4, 8, 12].map((at) => hotLines.subarray(at, at + HOT));
+  // Rounds of 48 calls of each (12 at each offset), alternating (this VM's speed drifts within
+  // seconds), the first 3 of each dropped; medians, in microseconds per call.
+  const interleaved = (fns: Array<(out: Float32Array) => unknown>): number[] => {
     const rounds: number[][] = fns.map(() => []);
     for (let round = 0; round < 18; round++) {
       fns.forEach((fn, k) => {
         const start = process.hrtime.bigint();
-        for (let i = 0; i < 50; i++) fn();
-        if (round >= 3) rounds[k]!.push(Number(process.hrtime.bigint() - start) / 50e3);
+        for (let i = 0; i < 48; i++) fn(hotOuts[i & 3]!);
+        if (round >= 3) rounds[k]!.push(Number(process.hrtime.bigint() - start) / 48e3);
       });
     }
     return rounds.map((times) => times.sort((a, b) => a - b)[times.length >> 1]!);
   };
-  console.log(`\nkernels on data in cache: ${HOT.toLocaleString('en-US')} elements (256 KiB out) per call, medians of 15 rounds of 50 calls, native, WebAssembly and the copies alternating (native: ${isa})\n`);
+  console.log(`\nkernels on data in cache: ${HOT.toLocaleString('en-US')} elements (256 KiB out) per call, the output at each 16-byte offset of a cache line in turn; medians of 15 rounds of 48 calls, native, WebAssembly and the copies alternating (native: ${isa})\n`);
   // What every WebAssembly call does besides decoding: the blocks copied into the module's memory
   // and the floats out of it (the same copies, between plain arrays).
   const scratchOut = new Float32Array(HOT);
@@ -215,11 +219,11 @@ async function main(): Promise<void> {
     if (!nativeTypes.includes(type.name) || !wasmTypes.includes(type.name)) continue;
     const hot = blocks.get(type.name)!.subarray(0, (HOT / type.blockSize) * type.typeSize);
     const [native, wasm, copies] = interleaved([
-      () => dequantize(type, hot, hotOut, { backend: 'native' }),
-      () => dequantize(type, hot, hotOut, { backend: 'wasm' }),
-      () => {
+      (out) => dequantize(type, hot, out, { backend: 'native' }),
+      (out) => dequantize(type, hot, out, { backend: 'wasm' }),
+      (out) => {
         scratchIn.set(hot);
-        hotOut.set(scratchOut);
+        out.set(scratchOut);
       },
     ]) as [number, number, number];
     compared++;

@@ -127,13 +127,20 @@ inline v128_t SpecialHalves(v128_t x, v128_t exponent, v128_t zero) {
   return wasm_v128_or(wasm_i16x8_eq(e, zero), wasm_i16x8_eq(e, exponent));
 }
 
-inline void StoreAnyHalves(float* out, v128_t x) {
-  wasm_v128_store(out, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x)));
-  wasm_v128_store(out + 4, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x)));
+// Sixteen halves of any kind, out of line: inlined into F16's loop, its constants and temporaries
+// made V8 spill two vectors and load five constants again on every pass (its x64 listing).
+__attribute__((noinline)) void StoreAnyHalves16(float* out, v128_t x0, v128_t x1) {
+  wasm_v128_store(out, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x0)));
+  wasm_v128_store(out + 4, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x0)));
+  wasm_v128_store(out + 8, HalvesToFloats(wasm_u32x4_extend_low_u16x8(x1)));
+  wasm_v128_store(out + 12, HalvesToFloats(wasm_u32x4_extend_high_u16x8(x1)));
 }
 
 // F16: where all halves are normal (as in trained weights, but for the rare zero or subnormal),
-// StoreNormalHalves; elsewhere HalvesToFloats.
+// StoreNormalHalves; the others then written again, one by one from the half table where there
+// are a few of the sixteen, else all sixteen by HalvesToFloats. Measured: weights with 1 half in
+// 400 subnormal 2.56x native -> 2.26x, against all sixteen again for any; a branch-free float
+// path through 2^-112 was slower (x64 multiplies subnormals through a microcode assist).
 void F16(const uint8_t* src, size_t n, float* out) {
   const Kept k;
   const v128_t exponent = k.i16(0x7c00), sign = k.i16(0x8000), bias = k.i16(112 << 7), zero = k.i16(0);
@@ -145,9 +152,17 @@ void F16(const uint8_t* src, size_t n, float* out) {
     const v128_t x0 = wasm_v128_load(src + 2 * i), x1 = wasm_v128_load(src + 2 * i + 16);
     StoreNormalHalves(out + i, x0, sign, bias);
     StoreNormalHalves(out + i + 8, x1, sign, bias);
-    if (wasm_v128_any_true(wasm_v128_or(SpecialHalves(x0, exponent, zero), SpecialHalves(x1, exponent, zero)))) {
-      StoreAnyHalves(out + i, x0);
-      StoreAnyHalves(out + i + 8, x1);
+    const v128_t special0 = SpecialHalves(x0, exponent, zero), special1 = SpecialHalves(x1, exponent, zero);
+    if (wasm_v128_any_true(wasm_v128_or(special0, special1))) {
+      uint32_t lanes = wasm_i16x8_bitmask(special0) | (wasm_i16x8_bitmask(special1) << 8);
+      if (__builtin_popcount(lanes) > 4) {
+        StoreAnyHalves16(out + i, x0, x1);
+        continue;
+      }
+      for (; lanes != 0; lanes &= lanes - 1) {
+        const size_t j = i + static_cast<size_t>(__builtin_ctz(lanes));
+        out[j] = HalfToFloat(LoadU16(src + 2 * j));
+      }
     }
   }
   for (; i < n; i++) out[i] = HalfToFloat(LoadU16(src + 2 * i));
@@ -206,8 +221,9 @@ void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
     const v128_t d = wasm_f32x4_splat(df), nd = wasm_f32x4_splat(-df), zero = k.i32(0);
     for (int i = 0; i < 16; i++, out += 8) {
       const v128_t byte = wasm_i32x4_splat(src[2 + i]);
-      wasm_v128_store(out, wasm_v128_bitselect(d, nd, wasm_i32x4_ne(wasm_v128_and(byte, low_bits), zero)));
-      wasm_v128_store(out + 4, wasm_v128_bitselect(d, nd, wasm_i32x4_ne(wasm_v128_and(byte, high_bits), zero)));
+      // -d where the bit is clear: i32x4.eq is one instruction on x64, i32x4.ne two.
+      wasm_v128_store(out, wasm_v128_bitselect(nd, d, wasm_i32x4_eq(wasm_v128_and(byte, low_bits), zero)));
+      wasm_v128_store(out + 4, wasm_v128_bitselect(nd, d, wasm_i32x4_eq(wasm_v128_and(byte, high_bits), zero)));
     }
   }
 }
@@ -369,30 +385,33 @@ void Q3_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // TQ1_0: digit n of byte x is (x * 3^n mod 256) * 3 >> 8, which is 0 below 86, 1 below 171, else
 // 2. So 16 bytes at once: q = x * 3^n mod 256 by wrapping byte adds (q, then 3q), the digit less 1
-// from two unsigned compares.
+// from two compares. The bytes are kept as x + 128 (top bit flipped), which times 3 is 3x + 128
+// again (3 * 128 = 384 = 128 mod 256), so the compares are signed ones, one instruction each on
+// x64 (the unsigned ones are two).
 // Byte lanes times 3 as x + 2x: 2x is a 16-bit shift with each byte's carried-in bit cleared.
 // WebAssembly has no i8x16.mul; clang turns x + x + x (or x + byte shift) into one, which V8 then
 // runs lane by lane (measured 3-4x slower for the whole kernel), unless the mask is opaque (Kept).
 struct Ternary {
-  v128_t even_bits, at86, at171, minus_one;  // bytes 0xfe, 86, 171, -1
+  v128_t clear_bit0, top_bit, at86, at171, minus_one;  // bytes 0xfe, 0x80, 86 - 129, 171 - 129, -1
 };
 
 inline v128_t TimesThree(v128_t q, const Ternary& t) {
-  return wasm_i8x16_add(q, wasm_v128_and(wasm_i16x8_shl(q, 1), t.even_bits));
+  return wasm_i8x16_add(q, wasm_v128_and(wasm_i16x8_shl(q, 1), t.clear_bit0));
 }
 
-inline v128_t TernaryDigitLessOne(v128_t q, const Ternary& t) {
-  // -1 - (q >= 86 ? -1 : 0) - (q >= 171 ? -1 : 0)
-  const v128_t one = wasm_u8x16_ge(q, t.at86), two = wasm_u8x16_ge(q, t.at171);
+// The digit less 1 of flipped bytes: -1 - (x >= 86 ? -1 : 0) - (x >= 171 ? -1 : 0).
+inline v128_t TernaryDigitLessOne(v128_t flipped, const Ternary& t) {
+  const v128_t one = wasm_i8x16_gt(flipped, t.at86), two = wasm_i8x16_gt(flipped, t.at171);
   return wasm_i8x16_sub(wasm_i8x16_sub(t.minus_one, one), two);
 }
 
 void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
   const Kept k;
-  const Ternary t{k.i8(0xfe), k.i8(86), k.i8(171), k.i8(-1)};
+  const Ternary t{k.i8(0xfe), k.i8(0x80), k.i8(86 - 129), k.i8(171 - 129), k.i8(-1)};
   for (size_t b = 0; b < nblocks; b++, src += 54) {
     const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src + 52)));
-    v128_t q0 = wasm_v128_load(src), q1 = wasm_v128_load(src + 16), q2 = wasm_v128_load(src + 32);
+    v128_t q0 = wasm_v128_xor(wasm_v128_load(src), t.top_bit), q1 = wasm_v128_xor(wasm_v128_load(src + 16), t.top_bit);
+    v128_t q2 = wasm_v128_xor(wasm_v128_load(src + 32), t.top_bit);
     for (int n = 0; n < 5; n++, out += 32) {
       StoreScaledInt8x16(out, TernaryDigitLessOne(q0, t), d);
       StoreScaledInt8x16(out + 16, TernaryDigitLessOne(q1, t), d);
@@ -405,7 +424,7 @@ void TQ1_0(const uint8_t* src, size_t nblocks, float* out) {
     }
     // The last 16 values: digits 0-3 of the four qh bytes 48-51, digit by digit: the bytes four
     // times over, times 1, 3, 9, 27 by lane group.
-    const v128_t x = wasm_u32x4_splat(LoadU32(src + 48));
+    const v128_t x = wasm_v128_xor(wasm_u32x4_splat(LoadU32(src + 48)), t.top_bit);
     const v128_t x3 = TimesThree(x, t), x9 = TimesThree(x3, t), x27 = TimesThree(x9, t);
     const v128_t q = wasm_i32x4_shuffle(wasm_i32x4_shuffle(x, x3, 0, 4, 0, 0), wasm_i32x4_shuffle(x9, x27, 0, 4, 0, 0), 0, 1, 4, 5);
     StoreScaledInt8x16(out, TernaryDigitLessOne(q, t), d);
