@@ -90,6 +90,18 @@ describe.skipIf(SKIP_SHARED)('dequantization against ggml reference vectors', ()
           expect(bitMismatches(dequantize(name, patterns, undefined, { backend }), want), `${backend} ${isa}`).toEqual([]);
         }
       }
+      // The same patterns in a scattered order (i * 40503 mod 65536 is a permutation): groups of
+      // sixteen with a few zeros, subnormals, infinities or NaNs among normal halves, which the
+      // SIMD kernels write again lane by lane.
+      const order = new Uint16Array(65536).map((_, i) => Math.imul(i, 40503) & 0xffff);
+      const scattered = new Uint8Array(new Uint16Array(order).buffer);
+      const wantScattered = Uint32Array.from(order, (i) => want[i]!);
+      for (const backend of ['native', 'wasm'] as const) {
+        for (const isa of backend === 'native' ? isas : (['avx512'] as const)) {
+          limitNativeIsa(isa);
+          expect(bitMismatches(dequantize(name, scattered, undefined, { backend }), wantScattered), `${backend} ${isa}, scattered`).toEqual([]);
+        }
+      }
     });
   }
 
