@@ -206,14 +206,26 @@ void IQ4_NL(const uint8_t* src, size_t nblocks, float* out) {
 // IQ4_XS: IQ4_NL's values looked up 16 nibbles at once, 8 sub-blocks of 32 with 6-bit scales
 // (bias 32), each d * scale rounded once as ggml does.
 void IQ4_XS(const uint8_t* src, size_t nblocks, float* out) {
-  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = Kept().i8(0x0f);
+  const Kept k;
+  const v128_t values = wasm_v128_load(g_tables.iq4nl), nibble = k.i8(0x0f), low4 = k.i16(0xf), thirty_two = k.i16(32);
+  // Lane ib times 2^(14 - 2 ib): bit pair ib of the high bits moved to the top of the lane.
+  const int16_t z = static_cast<int16_t>(k.zero);
+  const v128_t pair_up = wasm_i16x8_make(1 << 14 | z, 1 << 12 | z, 1 << 10 | z, 1 << 8 | z, 1 << 6 | z, 1 << 4 | z, 1 << 2 | z, 1 | z);
   for (size_t b = 0; b < nblocks; b++, src += 136) {
-    const float d = HalfToFloat(LoadU16(src));
-    const uint16_t scales_high = LoadU16(src + 2);
-    for (int ib = 0; ib < 8; ib++, out += 32) {
-      const int ls = ((src[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) | (((scales_high >> (2 * ib)) & 3) << 4);
-      StoreTableNibbles32(out, wasm_v128_load(src + 8 + 16 * ib), values, nibble, wasm_f32x4_splat(d * static_cast<float>(ls - 32)));
+    // The 8 scales at once, in 16-bit lanes: nibble ib % 2 of byte 4 + ib / 2 (lanes of bytes
+    // 4-7, each twice), bits 4-5 from bit pair ib of the 16 bits at 2; less 32, times d.
+    float dl[8];
+    {
+      const v128_t bytes = wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(src + 4));
+      const v128_t twice = wasm_i16x8_shuffle(bytes, bytes, 0, 0, 1, 1, 2, 2, 3, 3);
+      const v128_t low = wasm_i16x8_shuffle(wasm_v128_and(twice, low4), wasm_v128_and(wasm_u16x8_shr(twice, 4), low4), 0, 9, 2, 11, 4, 13, 6, 15);
+      const v128_t high = wasm_u16x8_shr(wasm_i16x8_mul(wasm_v128_load16_splat(src + 2), pair_up), 14);
+      const v128_t ls = wasm_i16x8_sub(wasm_v128_or(low, wasm_i16x8_shl(high, 4)), thirty_two);
+      const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
+      wasm_v128_store(dl, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(ls)), d));
+      wasm_v128_store(dl + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(ls)), d));
     }
+    for (int ib = 0; ib < 8; ib++, out += 32) StoreTableNibbles32(out, wasm_v128_load(src + 8 + 16 * ib), values, nibble, wasm_f32x4_splat(dl[ib]));
   }
 }
 
