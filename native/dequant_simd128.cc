@@ -34,8 +34,9 @@ struct Kept {
 
 // The 16 byte lanes of q (int8) as floats in element order, exactly: q + 128 (the top bit
 // flipped) made the low byte of the float 2^23 + q + 128 by interleaving with zero bytes, then
-// with 0x4b00 halves (x64 unpack instructions), less 2^23 + 128. Eleven instructions where the
-// extends and f32x4.convert_i32x4_s took thirteen (measured: 3-9% of the kernels' time).
+// with 0x4b00 halves (unpack instructions on x64), less 2^23 + 128: by our count of x64's
+// instructions, 11 where the extends and f32x4.convert_i32x4_s take 13, besides the constants
+// (measured: 3-9% faster in every kernel that uses it).
 inline void Int8ToFloats(v128_t q, v128_t floats[4]) {
   const uint32_t z = g_opaque_zero;
   const v128_t zero = wasm_i32x4_splat(static_cast<int32_t>(z)), flip = wasm_i8x16_splat(static_cast<int8_t>(0x80 | z));
@@ -54,7 +55,7 @@ inline void Int8ToFloats(v128_t q, v128_t floats[4]) {
 inline v128_t HighNibbles(v128_t q, v128_t nibble) { return wasm_v128_and(wasm_u16x8_shr(q, 4), nibble); }
 
 // out[0..15] = (uint8 lanes of q) * scale - min: ggml's d * q - m, two roundings as there.
-// The kernels' unsigned lanes (nibbles, 5, 3 and 2 bits) are all below 128, the same values as
+// The kernels' unsigned lanes (nibbles, 5 and 2 bits) are all below 128, the same values as
 // int8, so they take Int8ToFloats too. (Clang made the zero-extended lanes' conversion
 // f32x4.convert_i32x4_u, which V8 emulates on x64 in eight instructions.)
 inline void StoreAffineUint8x16(float* out, v128_t q, v128_t scale, v128_t min) {
@@ -145,7 +146,7 @@ __attribute__((noinline)) void StoreAnyHalves16(float* out, v128_t x0, v128_t x1
 // F16: where all halves are normal (as in trained weights, but for the rare zero or subnormal),
 // StoreNormalHalves; the others then written again, one by one from the half table where there
 // are a few of the sixteen, else all sixteen by HalvesToFloats. Measured: weights with 1 half in
-// 400 subnormal 2.56x native -> 2.26x, against all sixteen again for any; a branch-free float
+// 400 subnormal 2.56x native -> 2.3x, against all sixteen again for any; a branch-free float
 // path through 2^-112 was slower (x64 multiplies subnormals through a microcode assist).
 void F16(const uint8_t* src, size_t n, float* out) {
   const Kept k;
@@ -417,7 +418,7 @@ inline v128_t TimesThree(v128_t q, const Ternary& t) {
   return wasm_i8x16_add(q, wasm_v128_and(wasm_i16x8_shl(q, 1), t.clear_bit0));
 }
 
-// The digit less 1 of flipped bytes: -1 - (x >= 86 ? -1 : 0) - (x >= 171 ? -1 : 0).
+// The digit less 1 of flipped bytes x + 128: -1 - (x >= 86 ? -1 : 0) - (x >= 171 ? -1 : 0).
 inline v128_t TernaryDigitLessOne(v128_t flipped, const Ternary& t) {
   const v128_t one = wasm_i8x16_gt(flipped, t.at86), two = wasm_i8x16_gt(flipped, t.at171);
   return wasm_i8x16_sub(wasm_i8x16_sub(t.minus_one, one), two);
