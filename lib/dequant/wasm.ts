@@ -52,6 +52,14 @@ interface ScratchViews {
 }
 let scratch: ScratchViews | undefined;
 
+function scratchViews(exports: WasmExports, at: number, outFloats: number): ScratchViews {
+  if (scratch === undefined || scratch.at !== at || scratch.floats.length !== outFloats) {
+    const { buffer } = exports.memory;
+    scratch = { at, floats: new Float32Array(buffer, at, outFloats), memory: new Uint8Array(buffer) };
+  }
+  return scratch;
+}
+
 let kernels: WasmKernels | undefined;
 let unavailable: string | undefined;
 
@@ -116,21 +124,14 @@ export function wasmDequantize(type: GgmlType, bytes: Uint8Array, nblocks: numbe
   const at = exports.buffer(outFloats * 4 + inBlocks * typeSize);
   if (at === 0) throw new RangeError('dequantize: the WebAssembly module is out of memory');
   const src = at + outFloats * 4;
-  const views = (): ScratchViews => {
-    if (scratch === undefined || scratch.at !== at || scratch.floats.length !== outFloats) {
-      const { buffer } = exports.memory;
-      scratch = { at, floats: new Float32Array(buffer, at, outFloats), memory: new Uint8Array(buffer) };
-    }
-    return scratch;
-  };
   for (let first = 0; first < nblocks; first += inBlocks) {
     const count = Math.min(inBlocks, nblocks - first);
-    views().memory.set(first === 0 && count * typeSize === bytes.length ? bytes : bytes.subarray(first * typeSize, (first + count) * typeSize), src);
+    scratchViews(exports, at, outFloats).memory.set(first === 0 && count * typeSize === bytes.length ? bytes : bytes.subarray(first * typeSize, (first + count) * typeSize), src);
     for (let done = 0; done < count; done += outBlocks) {
       const n = Math.min(outBlocks, count - done);
       if (exports.dequantize(type.id, src + done * typeSize, n, at) !== 1) throw new TypeError(`dequantize: the WebAssembly module has no kernel for ${type.name}`);
       // Views checked after the call: the module's memory may have grown in it.
-      const { floats } = views();
+      const { floats } = scratchViews(exports, at, outFloats);
       out.set(n === outBlocks ? floats : floats.subarray(0, n * blockSize), outIndex + (first + done) * blockSize);
     }
   }
