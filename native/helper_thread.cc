@@ -3,12 +3,40 @@
 #include "os/cpus.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
 namespace gguf_mmap {
 namespace {
+
+// The chunks not yet taken, [front, back) packed in one word: the caller takes them from the
+// front, the helper from the back. A caller that reuses its output (a service gathering into one
+// array) so writes the same part of it with the same core every call; lines that move between
+// two cores' caches each call cost more than the writing (measured: two threads writing halves of
+// 4 MiB, 160-170 GB/s in all when each keeps its half, 47-61 GB/s when they trade halves).
+class ChunkRange {
+ public:
+  explicit ChunkRange(size_t chunks) : range_(static_cast<uint64_t>(chunks)) {}  // chunks < 2^32
+  // The next chunk from the front (from_back: the back), or false when none is left.
+  bool Take(bool from_back, size_t* chunk) {
+    uint64_t range = range_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = range >> 32, back = range & 0xffffffffu;
+      if (front >= back) return false;
+      const uint64_t taken = from_back ? (front << 32) | (back - 1) : ((front + 1) << 32) | back;
+      if (range_.compare_exchange_weak(range, taken, std::memory_order_relaxed)) {
+        *chunk = static_cast<size_t>(from_back ? back - 1 : front);
+        return true;
+      }
+    }
+  }
+
+ private:
+  std::atomic<uint64_t> range_;
+};
 
 struct Helper {
   std::mutex mutex;
@@ -16,14 +44,36 @@ struct Helper {
   // Work lent and not yet taken (null: none), under `mutex`.
   ChunkFn run = nullptr;
   void* context = nullptr;
-  std::atomic<size_t>* next = nullptr;
-  size_t chunks = 0;
-  bool working = false;          // the helper took the work and is running chunks
-  std::atomic<bool> lent{false};  // a call has the helper
+  ChunkRange* chunks = nullptr;
+  std::atomic<bool> working{false};  // the helper took the work and is running chunks (set under `mutex`)
+  std::atomic<bool> lent{false};     // a call has the helper
 };
 
-void TakeChunks(std::atomic<size_t>& next, size_t chunks, ChunkFn run, void* context) {
-  for (size_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) run(context, chunk);
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Spins (politely) until done() or `micros` have passed; whether done() came true.
+template <typename Done>
+bool SpinUntil(Done done, long micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (unsigned i = 1; !done(); i++) {
+    CpuRelax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return done();
+  }
+  return true;
+}
+
+// How long a caller spins for the helper's last chunk before it sleeps (a chunk of 256 KiB out
+// takes 3-10 us with the SIMD kernels).
+constexpr long kCallerSpinMicros = 200;
+
+void TakeChunks(ChunkRange& chunks, bool from_back, ChunkFn run, void* context) {
+  for (size_t chunk; chunks.Take(from_back, &chunk);) run(context, chunk);
 }
 
 void Serve(Helper* helper) {
@@ -32,12 +82,11 @@ void Serve(Helper* helper) {
     helper->wake.wait(lock, [helper] { return helper->run != nullptr; });
     const ChunkFn run = helper->run;
     void* const context = helper->context;
-    std::atomic<size_t>* next = helper->next;
-    const size_t chunks = helper->chunks;
+    ChunkRange* chunks = helper->chunks;
     helper->run = nullptr;
     helper->working = true;
     lock.unlock();
-    TakeChunks(*next, chunks, run, context);
+    TakeChunks(*chunks, true, run, context);
     lock.lock();
     helper->working = false;
     helper->done.notify_all();
@@ -66,27 +115,32 @@ Helper* TheHelper() {
 }  // namespace
 
 void RunChunks(size_t chunks, ChunkFn run, void* context) {
-  std::atomic<size_t> next{0};
-  Helper* helper = chunks > 1 && use_helper.load(std::memory_order_relaxed) ? TheHelper() : nullptr;
+  // (ChunkRange counts to 2^32 - 1: more chunks than that, which no output in memory makes, run here.)
+  Helper* helper = chunks > 1 && chunks <= UINT32_MAX && use_helper.load(std::memory_order_relaxed) ? TheHelper() : nullptr;
   bool free = false;
   if (helper == nullptr || !helper->lent.compare_exchange_strong(free, true)) {
-    TakeChunks(next, chunks, run, context);
+    for (size_t chunk = 0; chunk < chunks; chunk++) run(context, chunk);
     return;
   }
+  ChunkRange range(chunks);
   {
     std::lock_guard<std::mutex> lock(helper->mutex);
     helper->run = run;
     helper->context = context;
-    helper->next = &next;
-    helper->chunks = chunks;
+    helper->chunks = &range;
   }
   helper->wake.notify_one();
-  TakeChunks(next, chunks, run, context);
+  TakeChunks(range, false, run, context);
   {
-    // Withdrawn if the helper has not woken yet; else wait for the chunks it is running.
-    std::unique_lock<std::mutex> lock(helper->mutex);
+    // Withdrawn if the helper has not taken it yet.
+    std::lock_guard<std::mutex> lock(helper->mutex);
     helper->run = nullptr;
-    helper->done.wait(lock, [helper] { return !helper->working; });
+  }
+  // Else wait for the one chunk it is running: spinning first, since a thread put to sleep here
+  // wakes late on a virtual machine's idle CPU (20-60 us, measured), later than a chunk ends.
+  if (!SpinUntil([helper] { return !helper->working.load(std::memory_order_acquire); }, kCallerSpinMicros)) {
+    std::unique_lock<std::mutex> lock(helper->mutex);
+    helper->done.wait(lock, [helper] { return !helper->working.load(); });
   }
   helper->lent.store(false);
 }
