@@ -1,6 +1,6 @@
 // WebAssembly SIMD128 kernels for the types where the compiler's code for the portable ones is
-// slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q1_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's
+// slow (measured at or over 2.5x the native kernels in cache: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q1_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, TQ1_0, TQ2_0, IQ4_NL, IQ4_XS, MXFP4, NVFP4). What slows clang's
 // code under V8 on x64, found in V8's own listing (node --print-wasm-code): loops left scalar; int
 // to float through unsigned lanes (StoreAffineUint8x16); byte multiplies (TimesThree) and byte shifts by a
 // variable (the unrolled loops), each emulated in many instructions; constants moved into a branch
@@ -11,6 +11,8 @@
 #if defined(__wasm_simd128__)
 
 #include <wasm_simd128.h>
+
+#include <cstring>
 
 #include "dequant_common.h"
 
@@ -246,6 +248,25 @@ void Q1_0(const uint8_t* src, size_t nblocks, float* out) {
       wasm_v128_store(out, wasm_v128_bitselect(nd, d, wasm_i32x4_eq(wasm_v128_and(byte, low_bits), zero)));
       wasm_v128_store(out + 4, wasm_v128_bitselect(nd, d, wasm_i32x4_eq(wasm_v128_and(byte, high_bits), zero)));
     }
+  }
+}
+
+// Q8_0: q * d, 32 int8 after an f16 scale; Q8_K: 256 int8 after a float32 scale (its block sums
+// are not needed). Clang's code for the portable loops widened each lane in turn.
+void Q8_0(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 34, out += 32) {
+    const v128_t d = wasm_f32x4_splat(HalfToFloat(LoadU16(src)));
+    StoreScaledInt8x16(out, wasm_v128_load(src + 2), d);
+    StoreScaledInt8x16(out + 16, wasm_v128_load(src + 18), d);
+  }
+}
+
+void Q8_K(const uint8_t* src, size_t nblocks, float* out) {
+  for (size_t b = 0; b < nblocks; b++, src += 292, out += 256) {
+    float df;
+    std::memcpy(&df, src, 4);
+    const v128_t d = wasm_f32x4_splat(df);
+    for (int j = 0; j < 256; j += 16) StoreScaledInt8x16(out + j, wasm_v128_load(src + 4 + j), d);
   }
 }
 
@@ -526,8 +547,8 @@ void Q6_K(const uint8_t* src, size_t nblocks, float* out) {
 
 // The types with a SIMD128 kernel; the others use the portable set (compiled with -msimd128).
 const KernelSet kSimd128Kernels = {
-    F16, BF16, Q4_0, nullptr, Q4_K, Q5_K, Q6_K, IQ4_NL,
-    Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, Q2_K, Q3_K, nullptr,
+    F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+    Q4_1, Q5_0, Q5_1, Q1_0, nullptr, MXFP4, NVFP4, Q2_K, Q3_K, Q8_K,
     IQ4_XS, TQ1_0, TQ2_0,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
