@@ -100,6 +100,8 @@ interface Addon {
   copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
+  /** Huge pages for the first writes into a large new buffer (native/os/memory.h); absent in addons before it. */
+  adviseHugePages?(buffer: ArrayBuffer): void;
   /** See native/tensor_info_walk.h and TensorInfoWalk below; `result` gets [records accepted, offset after them, name bytes used, longest probe]. */
   walkTensorInfoRecords(
     ...args: [
@@ -299,6 +301,23 @@ export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
     }
   }
   return tensorInfoWalk ?? undefined;
+}
+
+/**
+ * Asks that the first writes into `buffer`, large and new, fault once per 2 MiB instead of once
+ * per 4 KiB (Linux's transparent huge pages where set to `madvise`), where the addon is loaded.
+ * A million tensor infos' table is 141 MB: on a VM whose page faults cost ~11 us each (measured
+ * here) its 4 KiB faults took most of the open.
+ */
+export function adviseHugePages(buffer: ArrayBuffer): void {
+  if (hugePageAdvice) optionalAddon()?.adviseHugePages?.(buffer);
+}
+
+let hugePageAdvice = true;
+
+/** For benchmarks: whether adviseHugePages asks (default true). @internal */
+export function useHugePageAdvice(on: boolean): void {
+  hugePageAdvice = on;
 }
 
 /**

@@ -1,7 +1,10 @@
 import { GgufError } from '../errors.js';
 import { GGML_TYPES, ggmlTypeById, type GgmlType } from './ggml-types.js';
 import { hashKey, NameIndex } from './name-index.js';
-import type { TensorInfoTargets } from '../native.js';
+import { adviseHugePages, type TensorInfoTargets } from '../native.js';
+
+/** A table at least this large asks for huge pages (adviseHugePages): from about 60,000 tensors. */
+const HUGE_PAGES_AT = 8 << 20;
 
 /** One tensor's info, as GgufTensor is built from it. */
 export interface TensorRecord {
@@ -52,6 +55,7 @@ export class TensorTable {
     // (A name store past 4 GiB has an index of its own, with 64-bit offsets.)
     const words = nameCapacity <= 0xffffffff ? NameIndex.wordsFor(count) : 0;
     const buffer = new ArrayBuffer(count * 7 * 8 + words * 4 + count * 2 + nameCapacity);
+    if (buffer.byteLength >= HUGE_PAGES_AT) adviseHugePages(buffer);
     this.ne = new Float64Array(buffer, 0, count * 4);
     this.offsets = new Float64Array(buffer, count * 32, count);
     this.nbytes = new Float64Array(buffer, count * 40, count);

@@ -14,4 +14,9 @@ void FreePages(void* p, size_t bytes);
 // usable and reads zeros or the old bytes).
 void DiscardPages(void* p, size_t bytes);
 
+// Asks for huge pages in the whole 2 MiB pages inside [p, p + bytes) of memory allocated
+// elsewhere (a large ArrayBuffer's, not yet written): its first writes then fault once per 2 MiB.
+// Contents are unchanged; where the system has no such advice, nothing.
+void AdviseHugePages(void* p, size_t bytes);
+
 }  // namespace gguf_mmap

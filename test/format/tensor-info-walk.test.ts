@@ -2,6 +2,7 @@
 // stands in for: on thousands of mutated files both give the same tensors or the same error (code
 // and offset), and on the cases it hands back (non-ASCII names, huge shapes, duplicates) too.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { useNativeTensorWalk } from '../../lib/format/parse.js';
 import { optionalAddon } from '../../lib/native.js';
 import { loadSeeds, makeCase } from '../../scripts/fuzz-cases.js';
 import { SHARED_DIR } from '../helpers/shared.js';
+import { DIST_INDEX, runChild } from '../helpers/child.js';
 
 /** What parsing gives: every tensor's info, or the error's code and offset. */
 function outcome(bytes: Uint8Array, native: boolean): unknown {
@@ -111,5 +113,39 @@ describe.skipIf(optionalAddon() === undefined)('the addon’s walk of tensor inf
     const walked = JSON.parse(run.stdout.trim()) as number[];
     // Each stops at a record it cannot index soundly and leaves it to the reader.
     for (const n of walked) expect(n).toBeLessThan(200);
+  });
+});
+
+// Linux's transparent huge pages, where they are given on request ('madvise') or always.
+const thpMode = (() => {
+  try {
+    return /\[(\w+)\]/.exec(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+})();
+
+describe.skipIf(typeof optionalAddon()?.adviseHugePages !== 'function' || (thpMode !== 'madvise' && thpMode !== 'always'))('a large header’s table of tensor infos', () => {
+  it('is written on huge pages (AnonHugePages grows), where a plain buffer written alike is not (under madvise), in a child process', () => {
+    // 150,000 tensor infos: a table of about 20 MB, over the 8 MiB from which it asks for them.
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { encodeGguf, parseGguf } from ${JSON.stringify(DIST_INDEX)};
+      const hugeKb = () => Number(/AnonHugePages:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))[1]);
+      const bytes = encodeGguf({ tensors: Array.from({ length: 150000 }, (_, i) => ({ name: 'blk.' + i + '.ffn_gate.weight', type: 'I8', shape: [2, 2] })) });
+      let before = hugeKb();
+      const plain = new Uint8Array(20 << 20);
+      for (let i = 0; i < plain.length; i += 4096) plain[i] = 1;
+      const plainKb = hugeKb() - before;
+      before = hugeKb();
+      const g = parseGguf(bytes);
+      const tableKb = hugeKb() - before;
+      console.log(JSON.stringify({ plainKb, tableKb, found: g.tensor('blk.149999.ffn_gate.weight')?.shape }));`;
+    const run = runChild(script);
+    expect(run.status, run.stderr).toBe(0);
+    const { plainKb, tableKb, found } = run.result as { plainKb: number; tableKb: number; found: number[] };
+    expect(found).toEqual([2, 2]);
+    expect(tableKb).toBeGreaterThanOrEqual(4096);
+    if (thpMode === 'madvise') expect(plainKb).toBe(0);
   });
 });

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
+
 namespace gguf_mmap {
 
 void* AllocatePages(size_t bytes, bool huge) {
@@ -20,6 +22,17 @@ void FreePages(void* p, size_t bytes) { munmap(p, bytes); }
 void DiscardPages(void* p, size_t bytes) {
 #ifdef MADV_FREE
   madvise(p, bytes, MADV_FREE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+void AdviseHugePages(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 #else
   (void)p, (void)bytes;
 #endif

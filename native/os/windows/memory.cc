@@ -13,4 +13,7 @@ void FreePages(void* p, size_t) { VirtualFree(p, 0, MEM_RELEASE); }
 // committed and usable.
 void DiscardPages(void* p, size_t bytes) { VirtualAlloc(p, bytes, MEM_RESET, PAGE_READWRITE); }
 
+// Large pages need that privilege too, and cannot be asked for over memory already allocated.
+void AdviseHugePages(void*, size_t) {}
+
 }  // namespace gguf_mmap
