@@ -1,7 +1,8 @@
 // One helper thread for synchronous calls that split their work in chunks (gatherRows' larger
 // batches): the calling thread takes chunks from the front, the helper from the back, and the call
 // returns only when both are done with them, so the helper never touches memory after the call
-// that lent it the work. It starts at first use and sleeps between calls. A call made while
+// that lent it the work. It starts at first use; between calls it spins a little while (no longer
+// than it worked) for the next one, then sleeps. A call made while
 // another thread's call has it (worker threads), or where the process may use one CPU only (its
 // affinity, its cgroup's CPU limit: os/cpus.h), does every chunk itself.
 #pragma once
