@@ -304,8 +304,9 @@ export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
 }
 
 /**
- * Asks that the first writes into `buffer`, large and new, fault once per 2 MiB instead of once
- * per 4 KiB (Linux's transparent huge pages where set to `madvise`), where the addon is loaded.
+ * Asks that the first writes into `buffer`, large and freshly mapped, fault once per 2 MiB instead
+ * of once per 4 KiB (Linux's transparent huge pages where set to `madvise`; where they are
+ * `always` it gets them anyway), where the addon is loaded.
  * A million tensor infos' table is 141 MB: on a VM whose page faults cost ~11 us each (measured
  * here) its 4 KiB faults took most of the open.
  */

@@ -86,9 +86,9 @@ constexpr long kCallerSpinMicros = 50;
 // How long the helper, done with a call's chunks, spins for the next call before it sleeps: as
 // long as it worked, at most this. A helper put to sleep wakes 45-60 us late from this VM's idle
 // CPU, most of a 512-row batch (70-100 us), so back-to-back batches found it joining for their
-// last third; awake, it takes half (measured, 512 random rows on 2 cores: 1.09-1.16x the time of
-// Node 26's fill of the output, against 1.57-1.66x; Node 20 0.95x against 1.23x). An isolated
-// call so costs the helper at most twice its share of the work.
+// last third; awake, it takes half (measured, 512 random rows on 2 cores, the lookup benchmark's
+// interleaved rounds: 0.82-1.01x the time of filling the output on Node 20-24, against 1.03-1.20x
+// without the spin). An isolated call so costs the helper at most twice its share of the work.
 constexpr long kHelperSpinMicros = 100;
 
 void TakeChunks(ChunkRange& chunks, bool from_back, ChunkFn run, void* context) {

@@ -3,8 +3,13 @@ import { GGML_TYPES, ggmlTypeById, type GgmlType } from './ggml-types.js';
 import { hashKey, NameIndex } from './name-index.js';
 import { adviseHugePages, type TensorInfoTargets } from '../native.js';
 
-/** A table at least this large asks for huge pages (adviseHugePages): from about 60,000 tensors. */
-const HUGE_PAGES_AT = 8 << 20;
+/**
+ * A table at least this large asks for huge pages (adviseHugePages): from about 230,000 tensors.
+ * glibc's malloc maps every allocation of 32 MiB or more afresh (its mmap threshold grows to at
+ * most that), so the advice lands on pages not yet written and goes with them when the table is
+ * freed; a smaller table can come from reused heap memory, where it would do nothing and stay.
+ */
+const HUGE_PAGES_AT = 32 << 20;
 
 /** One tensor's info, as GgufTensor is built from it. */
 export interface TensorRecord {

@@ -15,8 +15,9 @@ void FreePages(void* p, size_t bytes);
 void DiscardPages(void* p, size_t bytes);
 
 // Asks for huge pages in the whole 2 MiB pages inside [p, p + bytes) of memory allocated
-// elsewhere (a large ArrayBuffer's, not yet written): its first writes then fault once per 2 MiB.
-// Contents are unchanged; where the system has no such advice, nothing.
+// elsewhere (a large ArrayBuffer's, freshly mapped and not yet written): its first writes then
+// fault once per 2 MiB. Contents are unchanged; pages already there stay as they are; where the
+// system has no such advice, nothing.
 void AdviseHugePages(void* p, size_t bytes);
 
 }  // namespace gguf_mmap
