@@ -303,6 +303,8 @@ export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
   return tensorInfoWalk ?? undefined;
 }
 
+let hugePageAdvice = true;
+
 /**
  * Asks that the first writes into `buffer`, large and freshly mapped, fault once per 2 MiB instead
  * of once per 4 KiB (Linux's transparent huge pages where set to `madvise`; where they are
@@ -313,8 +315,6 @@ export function nativeTensorInfoWalk(): TensorInfoWalk | undefined {
 export function adviseHugePages(buffer: ArrayBuffer): void {
   if (hugePageAdvice) optionalAddon()?.adviseHugePages?.(buffer);
 }
-
-let hugePageAdvice = true;
 
 /** For benchmarks: whether adviseHugePages asks (default true). @internal */
 export function useHugePageAdvice(on: boolean): void {

@@ -2,10 +2,10 @@
 
 #include "os/cpus.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <thread>
