@@ -120,6 +120,7 @@ describe.skipIf(optionalAddon() === undefined)('the addon’s walk of tensor inf
 // advice's pages from others ('always' gives them to every large allocation, advised or not), and
 // this process's huge pages are counted.
 const thpOnRequest = (() => {
+  if (process.platform !== 'linux') return false; // (wine's node.exe can read the Linux files too)
   try {
     return /\[madvise\]/.test(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8')) &&
       /AnonHugePages:/.test(readFileSync('/proc/self/smaps_rollup', 'utf8'));

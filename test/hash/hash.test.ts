@@ -34,6 +34,7 @@ function references(): Array<[string, string, string[], string]> {
 }
 
 describe.skipIf(SKIP_SHARED)('gguf-mmap hash against llama-gguf-hash', () => {
+  // Over 30 runs of the CLI, each a new process: under wine about a minute.
   it('prints what llama-gguf-hash prints for every shared fixture, line for line (xxh64; --all --uuid)', () => {
     const cases = references();
     expect(cases.length).toBeGreaterThanOrEqual(30);
@@ -42,7 +43,7 @@ describe.skipIf(SKIP_SHARED)('gguf-mmap hash against llama-gguf-hash', () => {
       expect(r.status, `${name} ${options.join(' ')}: ${r.stderr}`).toBe(0);
       expect(r.stdout, `${folder}/${name} ${options.join(' ')}`).toBe(expected);
     }
-  });
+  }, 180_000);
 
   it('--check of its manifest prints what llama-gguf-hash prints, exit 0; a changed digest is Mismatch, exit 1', () => {
     // The reference ran with the manifest at this path; the header line names it.
