@@ -264,8 +264,8 @@ void DecodeRowRun(const DequantKernel& kernel, const uint8_t* base, size_t row_b
 // bytes arriving from memory and by writing the output, and a second core does both at once
 // (measured, 512 rows of a 2,048-wide Q4_K embedding on 2 cores: 0.8-1.0x the time of filling the
 // output on Node 20-24, 1.4-1.7x on the calling thread alone). Smaller batches are over before a
-// sleeping helper would wake. (The pool's parts,
-// gatherRowsAsync, keep to their own thread: their callers choose the threads.)
+// sleeping helper would wake. (The pool's parts, gatherRowsAsync, keep to their own thread: their
+// callers choose the threads.)
 constexpr size_t kSharedOutputBytes = 512 << 10;
 constexpr size_t kChunkOutputBytes = 256 << 10;
 
