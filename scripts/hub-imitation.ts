@@ -17,7 +17,7 @@ export type Fault =
   | '503'
   | '404'
   | 'corrupt' // one byte of the body changed (a checksum mismatch)
-  | 'trickle' // the body 1 KiB every 100 ms
+  | 'trickle' // the body 1 KiB every `trickleMs` (100 ms)
   | 'loop'; // a redirect to itself
 
 export interface HubFileEntry {
@@ -45,6 +45,8 @@ export interface HubServer {
   faults: { hub: Fault[]; cdn: Fault[] };
   /** Milliseconds added before answering each request (a far-away server). */
   latencyMs: number;
+  /** Milliseconds between the kibibytes of a 'trickle' body. */
+  trickleMs: number;
   /** Token the Hub requires (401 without it), or undefined. */
   requireToken: string | undefined;
   /** Seconds a signed CDN URL stays valid. */
@@ -65,6 +67,7 @@ export async function startHubServer(): Promise<HubServer> {
     log: [],
     faults: { hub: [], cdn: [] },
     latencyMs: 0,
+    trickleMs: 100,
     requireToken: undefined,
     signatureSeconds: 3600,
   };
@@ -182,7 +185,7 @@ export async function startHubServer(): Promise<HubServer> {
         }
         res.write(body.subarray(sent, sent + 1024));
         sent += 1024;
-      }, 100);
+      }, state.trickleMs);
       res.once('close', () => clearInterval(timer));
       return;
     }

@@ -6,7 +6,7 @@ import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
 import { hubAuthorization, hubEndpoint, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
-import { checkRangeResponse, eitherSignal, httpError, redactUrl, request, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
+import { checkRangeResponse, eitherSignal, httpError, redactUrl, request, retryAfter, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -176,22 +176,35 @@ export function pickQuant(files: readonly string[], quant: string): string | und
   return matches.find((f) => partNameOf(basename(f)) === undefined) ?? matches.find((f) => partNameOf(basename(f))?.index === 1);
 }
 
-/** A request to the Hub (its token, never sent elsewhere), redirects not followed. */
+/**
+ * A request to the Hub (its token, never sent elsewhere), redirects not followed. A connection that
+ * fails, no answer within `timeoutMs`, 429 and 5xx are tried again (`attempts`, with backoff or the
+ * server's Retry-After), as a download's bytes are.
+ */
 async function hubRequest(url: string, options: PullOptions, method: string): Promise<Response> {
   const authorization = hubAuthorization(options.token);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
-  try {
-    return await fetchFn(url, { method, headers, redirect: 'manual', signal: timeoutSignal(options) });
-  } catch (error) {
-    options.signal?.throwIfAborted();
-    throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: ${safeMessage(error)}`, 0);
+  const attempts = Math.max(1, options.attempts ?? 4);
+  let delay = options.backoffMs ?? 500;
+  for (let attempt = 1; ; attempt++) {
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
+    let wait = delay;
+    try {
+      const response = await fetchFn(url, { method, headers, redirect: 'manual', signal: eitherSignal(options.signal, timeout) });
+      if ((response.status !== 429 && response.status < 500) || attempt >= attempts) return response;
+      await response.body?.cancel();
+      wait = retryAfter(response.headers.get('retry-after')) ?? delay;
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      if (attempt >= attempts) {
+        const why = timeout.aborted ? `no answer within ${options.timeoutMs ?? 30_000} ms` : safeMessage(error);
+        throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: ${why}`, 0);
+      }
+    }
+    await sleep(wait, options.signal);
+    delay *= 2;
   }
-}
-
-function timeoutSignal(options: PullOptions): AbortSignal {
-  const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
-  return eitherSignal(options.signal, timeout);
 }
 
 /** What the Hub says of a file: commit, blob name (etag), size, and where its bytes are served. */

@@ -248,7 +248,7 @@ export async function checkRangeResponse(response: Response, where: string, from
 }
 
 /** Retry-After as milliseconds (delta-seconds or an HTTP date), bounded. */
-function retryAfter(value: string | null): number | undefined {
+export function retryAfter(value: string | null): number | undefined {
   if (value === null) return undefined;
   const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
   return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : undefined;

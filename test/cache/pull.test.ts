@@ -265,12 +265,28 @@ describe('modelForTests and the CLI', () => {
 describe('pullModel against a hostile or broken server', () => {
   it('a CDN that stalls mid-body is given up after timeoutMs (and the lock let go); a retry resumes', async () => {
     const bytes = serve('org/stall/model.gguf', encodeGguf(spec(2, 1 << 16)));
+    // A kibibyte a second: the body stalls past 400 ms, while the Hub's answer has those 400 ms
+    // even on a loaded machine.
+    hub.trickleMs = 1000;
     hub.faults.cdn.push('trickle');
-    // A kilobyte every 100 ms: slower than a byte every 50 ms.
-    await expect(pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 50, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no byte within 50 ms') });
+    await expect(pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 400, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no byte within 400 ms') });
     hub.faults.cdn.push('trickle');
-    const pulled = await pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 50, attempts: 3 });
+    const pulled = await pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 400, attempts: 3 });
     expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
+    expect(hub.log.filter((r) => r.server === 'cdn').map((r) => r.range?.replace(/-.*/, ''))).toEqual(['bytes=0', 'bytes=0', 'bytes=0']);
+  });
+
+  it('the Hub answering 503 or 429 (Retry-After) is asked again, up to attempts; no answer within timeoutMs says so', async () => {
+    const bytes = serve('org/busy/model.gguf', encodeGguf(spec()));
+    hub.faults.hub.push('503', '429');
+    const pulled = await pullModel('hf:org/busy/model.gguf', { ...opts(), attempts: 3 });
+    expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
+    expect(hub.log.filter((r) => r.server === 'hub').map((r) => r.status)).toEqual([503, 429, 302]);
+    hub.faults.hub.push('503', '503');
+    await expect(pullModel('hf:org/busy/model.gguf', { ...opts(), refresh: true, attempts: 2 })).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('503') });
+    cacheDir = tempDir('gguf-mmap-hf-cache-');
+    hub.latencyMs = 300;
+    await expect(pullModel('hf:org/busy/model.gguf', { ...opts(), timeoutMs: 50, attempts: 2 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 50 ms') });
   });
 
   it('a zero-length file pulls; a token a header cannot carry is a TypeError that does not show it', async () => {

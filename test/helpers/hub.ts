@@ -22,6 +22,7 @@ export function useHubImitation(): { readonly hub: HubServer } {
     hub.faults.cdn.length = 0;
     hub.requireToken = undefined;
     hub.latencyMs = 0;
+    hub.trickleMs = 100;
     delete process.env.HF_HUB_OFFLINE;
   });
   return box;
