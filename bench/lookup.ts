@@ -174,7 +174,9 @@ async function main(): Promise<void> {
   console.log('|---|---:|---:|---:|---:|');
   for (const r of perIsa) console.log(`| ${r.isa === 'portable' ? 'portable C++' : r.isa.toUpperCase()} | ${r.batch.toFixed(0)} ns | ${r.batchAlone.toFixed(0)} ns | ${r.hot.toFixed(0)} ns | ${r.call.toFixed(0)} ns |`);
   console.log(`\nthe whole embedding (median of 7 calls, the event loop turning between): dequantize(out) ${withOut.toFixed(1)} ms, dequantize() ${withoutOut.toFixed(1)} ms (${(withoutOut / withOut).toFixed(2)}x), dequantize(new Float32Array(n)) ${fresh.toFixed(1)} ms (${(fresh / withOut).toFixed(2)}x)`);
-  console.log(`targets: gatherRows <= 200 ns/row: ${batch.toFixed(0)} (${batch <= 200 ? 'met' : 'not met'}); dequantizeRows <= 300 ns/call: ${single.toFixed(0)} (${single <= 300 ? 'met' : 'not met'}); without out <= 2x with out: ${(withoutOut / withOut).toFixed(2)}x (${withoutOut <= 2 * withOut ? 'met' : 'not met'})`);
+  // The lookup targets are ratios against this machine's floors (the table below); absolute
+  // nanoseconds move 2x with the VM's load.
+  console.log(`target: dequantize() <= 2x dequantize(out): ${(withoutOut / withOut).toFixed(2)}x (${withoutOut <= 2 * withOut ? 'met' : 'not met'})`);
   g.close();
   await hugePageLookups(path, name, table, fillPerRow);
 }
