@@ -17,7 +17,7 @@ export type Fault =
   | '503'
   | '404'
   | 'corrupt' // one byte of the body changed (a checksum mismatch)
-  | 'trickle' // the body 1 KiB every `trickleMs` (100 ms)
+  | 'trickle' // the body 1 KiB at once, then 1 KiB every `trickleMs` (100 ms)
   | 'loop'; // a redirect to itself
 
 export interface HubFileEntry {
@@ -106,6 +106,10 @@ export async function startHubServer(): Promise<HubServer> {
     // The file listing: /api/models/{repo}/tree/{rev}?recursive=true
     const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)$/.exec(url.pathname);
     if (tree !== null) {
+      if (fault === '429' || fault === '503') {
+        if (fault === '429') res.setHeader('Retry-After', '0');
+        return finish('hub', req, res, Number(fault));
+      }
       const prefix = `${tree[1]}/`;
       const listing = [...state.files].filter(([key]) => key.startsWith(prefix)).map(([key, f]) => ({ type: 'file', path: key.slice(prefix.length), size: f.bytes.byteLength }));
       res.setHeader('Content-Type', 'application/json');
@@ -177,7 +181,7 @@ export async function startHubServer(): Promise<HubServer> {
     res.on('error', () => {});
     if (fault === 'trickle') {
       let sent = 0;
-      const timer = setInterval(() => {
+      const step = () => {
         if (res.destroyed || sent >= body.byteLength) {
           clearInterval(timer);
           if (!res.destroyed) res.end();
@@ -185,8 +189,10 @@ export async function startHubServer(): Promise<HubServer> {
         }
         res.write(body.subarray(sent, sent + 1024));
         sent += 1024;
-      }, state.trickleMs);
+      };
+      const timer = setInterval(step, state.trickleMs);
       res.once('close', () => clearInterval(timer));
+      step();
       return;
     }
     // Written in pieces, so a client that stops reading is seen to cancel.

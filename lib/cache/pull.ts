@@ -6,7 +6,7 @@ import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
 import { hubAuthorization, hubEndpoint, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
-import { checkRangeResponse, eitherSignal, httpError, redactUrl, request, retryAfter, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
+import { attemptsOf, checkRangeResponse, eitherSignal, httpError, redactUrl, request, retryAfter, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -151,15 +151,24 @@ async function listRepoFiles(repo: string, revision: string, options: PullOption
   let url: string | undefined = `${hubEndpoint()}/api/models/${repo}/tree/${encodeURIComponent(revision)}?recursive=true`;
   // Pages as the Hub links them (Link: <...>; rel="next"), up to a bound.
   for (let page = 0; url !== undefined && page < MAX_LISTING_PAGES; page++) {
-    const response = await hubRequest(url, options, 'GET');
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new GgufError('HTTP_ERROR', `${redactUrl(url)}: HTTP ${response.status}`, 0);
-    }
-    const entries = (await response.json()) as Array<{ type?: string; path?: string }>;
-    if (!Array.isArray(entries)) throw new GgufError('BAD_RESPONSE', `${redactUrl(url)}: the file listing is not a list`, 0);
-    for (const e of entries) if (e.type === 'file' && typeof e.path === 'string') paths.push(e.path);
-    const next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1];
+    const listingUrl: string = url;
+    const { entries, link } = await hubRequest(listingUrl, options, 'GET', async (response) => {
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new GgufError('HTTP_ERROR', `${redactUrl(listingUrl)}: HTTP ${response.status}`, 0);
+      }
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      if (!Array.isArray(parsed)) throw new GgufError('BAD_RESPONSE', `${redactUrl(listingUrl)}: the file listing is not a JSON list`, 0);
+      return { entries: parsed as Array<{ type?: unknown; path?: unknown } | null>, link: response.headers.get('link') };
+    });
+    for (const e of entries) if (e?.type === 'file' && typeof e.path === 'string') paths.push(e.path);
+    const next = /<([^>]+)>;\s*rel="next"/.exec(link ?? '')?.[1];
     url = next === undefined ? undefined : new URL(next, url).href;
     if (url !== undefined && new URL(url).origin !== new URL(hubEndpoint()).origin) url = undefined;
   }
@@ -177,25 +186,27 @@ export function pickQuant(files: readonly string[], quant: string): string | und
 }
 
 /**
- * A request to the Hub (its token, never sent elsewhere), redirects not followed. A connection that
- * fails, no answer within `timeoutMs`, 429 and 5xx are tried again (`attempts`, with backoff or the
- * server's Retry-After), as a download's bytes are.
+ * A request to the Hub (its token, never sent elsewhere), redirects not followed, and `read` of its
+ * answer. A connection that fails or breaks, no answer within `timeoutMs`, 429 and 5xx are tried
+ * again (`attempts`, with backoff or the server's Retry-After), as a download's bytes are; what
+ * `read` throws as a GgufError is final.
  */
-async function hubRequest(url: string, options: PullOptions, method: string): Promise<Response> {
+async function hubRequest<T>(url: string, options: PullOptions, method: string, read: (response: Response) => Promise<T>): Promise<T> {
   const authorization = hubAuthorization(options.token);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
-  const attempts = Math.max(1, options.attempts ?? 4);
+  const attempts = attemptsOf(options);
   let delay = options.backoffMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
     let wait = delay;
     try {
       const response = await fetchFn(url, { method, headers, redirect: 'manual', signal: eitherSignal(options.signal, timeout) });
-      if ((response.status !== 429 && response.status < 500) || attempt >= attempts) return response;
+      if ((response.status !== 429 && response.status < 500) || attempt >= attempts) return await read(response);
       await response.body?.cancel();
       wait = retryAfter(response.headers.get('retry-after')) ?? delay;
     } catch (error) {
+      if (error instanceof GgufError) throw error;
       options.signal?.throwIfAborted();
       if (attempt >= attempts) {
         const why = timeout.aborted ? `no answer within ${options.timeoutMs ?? 30_000} ms` : safeMessage(error);
@@ -217,8 +228,10 @@ interface FileMeta {
 
 async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> {
   const url = resolveUrl(file);
-  const response = await hubRequest(url, options, 'HEAD');
-  await response.body?.cancel();
+  const response = await hubRequest(url, options, 'HEAD', async (answer) => {
+    await answer.body?.cancel();
+    return answer;
+  });
   if (response.status >= 400) throw httpError(response.status, redactUrl(url), 0);
   const header = (name: string) => response.headers.get(name)?.replace(/^W\//, '').replace(/"/g, '') ?? undefined;
   const commit = header('x-repo-commit');
@@ -270,7 +283,7 @@ async function download(cache: RepoCache, file: HubFile, first: FileMeta, option
   const expected = (options.sha256 ?? (first.etag.length === 64 ? first.etag : undefined))?.toLowerCase();
   let meta = first;
   let received = 0;
-  const attempts = Math.max(1, options.attempts ?? 4);
+  const attempts = attemptsOf(options);
   let delay = options.backoffMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     const have = existsSync(incomplete) ? Math.min(statSync(incomplete).size, meta.size) : 0;

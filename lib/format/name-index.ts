@@ -9,8 +9,8 @@
 import { randomFillSync } from 'node:crypto';
 
 // The key, drawn when first needed (not at module load, which a startup snapshot would freeze).
-// From node:crypto, already loaded: the first touch of `globalThis.crypto` loads Web Crypto,
-// 0.9-2.9 ms of a process's first open.
+// From node:crypto, already loaded: the first touch of `globalThis.crypto` loads Web Crypto
+// (0.9-2.9 ms here, in a process's first open).
 let key: Int32Array | undefined;
 
 /** This process's key (the addon's tensor-info walk hashes names with it too). */

@@ -24,6 +24,13 @@ export interface TransferStats {
   bytes: number;
 }
 
+/** `attempts` as a count: at least 1; one that is not a number at all is a TypeError, not endless tries. */
+export function attemptsOf(options: Pick<RemoteOptions, 'attempts'>): number {
+  const attempts = options.attempts ?? 4;
+  if (typeof attempts !== 'number' || Number.isNaN(attempts)) throw new TypeError(`attempts must be a number, not ${String(attempts)}`);
+  return Math.max(1, Math.floor(attempts));
+}
+
 const MAX_REDIRECTS = 10;
 // The longest Retry-After honoured: past it the request fails rather than sleeping for minutes.
 const MAX_RETRY_AFTER_MS = 60_000;
@@ -110,7 +117,7 @@ export class RangeClient {
 
   /** Bytes [offset, offset + length) of the file; fewer only where the file ends first. */
   async read(offset: number, length: number, signal = this.options.signal): Promise<Uint8Array> {
-    const attempts = Math.max(1, this.options.attempts ?? 4);
+    const attempts = attemptsOf(this.options);
     let delay = this.options.backoffMs ?? 500;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -265,28 +265,45 @@ describe('modelForTests and the CLI', () => {
 describe('pullModel against a hostile or broken server', () => {
   it('a CDN that stalls mid-body is given up after timeoutMs (and the lock let go); a retry resumes', async () => {
     const bytes = serve('org/stall/model.gguf', encodeGguf(spec(2, 1 << 16)));
-    // A kibibyte a second: the body stalls past 400 ms, while the Hub's answer has those 400 ms
-    // even on a loaded machine.
+    // A kibibyte at once, then one a second: the body stalls past 400 ms, while the Hub's answer
+    // has those 400 ms even on a loaded machine.
     hub.trickleMs = 1000;
     hub.faults.cdn.push('trickle');
-    await expect(pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 400, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no byte within 400 ms') });
+    await expect(pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 400, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no byte within 400 ms (at byte 1024 of') });
     hub.faults.cdn.push('trickle');
     const pulled = await pullModel('hf:org/stall/model.gguf', { ...opts(), timeoutMs: 400, attempts: 3 });
     expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
-    expect(hub.log.filter((r) => r.server === 'cdn').map((r) => r.range?.replace(/-.*/, ''))).toEqual(['bytes=0', 'bytes=0', 'bytes=0']);
+    // Each attempt from the bytes on disk: none, the first call's kibibyte, the second's.
+    expect(hub.log.filter((r) => r.server === 'cdn').map((r) => r.range ?? 'bytes=0-')).toEqual(['bytes=0-', 'bytes=1024-', 'bytes=2048-']);
   });
 
   it('the Hub answering 503 or 429 (Retry-After) is asked again, up to attempts; no answer within timeoutMs says so', async () => {
-    const bytes = serve('org/busy/model.gguf', encodeGguf(spec()));
+    const bytes = serve('org/busy/m-Q4_K_M.gguf', encodeGguf(spec()));
+    // The file listing: 503, then 429, then the listing; the file's metadata at once.
     hub.faults.hub.push('503', '429');
-    const pulled = await pullModel('hf:org/busy/model.gguf', { ...opts(), attempts: 3 });
+    const pulled = await pullModel('hf:org/busy:Q4_K_M', { ...opts(), attempts: 3 });
     expect(sha256(readFileSync(pulled.path))).toBe(sha256(bytes));
-    expect(hub.log.filter((r) => r.server === 'hub').map((r) => r.status)).toEqual([503, 429, 302]);
+    expect(hub.log.filter((r) => r.server === 'hub').map((r) => r.status)).toEqual([503, 429, 200, 302]);
+    // The file's metadata: 503, then its answer.
+    hub.log.length = 0;
+    hub.faults.hub.push('503');
+    await pullModel('hf:org/busy/m-Q4_K_M.gguf', { ...opts(), refresh: true, attempts: 2 });
+    expect(hub.log.filter((r) => r.server === 'hub').map((r) => r.status)).toEqual([503, 302]);
     hub.faults.hub.push('503', '503');
-    await expect(pullModel('hf:org/busy/model.gguf', { ...opts(), refresh: true, attempts: 2 })).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('503') });
+    await expect(pullModel('hf:org/busy/m-Q4_K_M.gguf', { ...opts(), refresh: true, attempts: 2 })).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('503') });
+    await expect(pullModel('hf:org/busy/m-Q4_K_M.gguf', { ...opts(), refresh: true, attempts: Number.NaN })).rejects.toThrow(TypeError);
     cacheDir = tempDir('gguf-mmap-hf-cache-');
     hub.latencyMs = 300;
-    await expect(pullModel('hf:org/busy/model.gguf', { ...opts(), timeoutMs: 50, attempts: 2 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 50 ms') });
+    await expect(pullModel('hf:org/busy/m-Q4_K_M.gguf', { ...opts(), timeoutMs: 50, attempts: 2 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 50 ms') });
+  });
+
+  it('a file listing that is not a JSON list is BAD_RESPONSE; entries that are not objects are passed over', async () => {
+    serve('org/odd/m-Q4_K_M.gguf', encodeGguf(spec(1)));
+    const listing = (body: string): typeof fetch => async (input, init) => (String(input).includes('/tree/') ? new Response(body) : fetch(input, init));
+    await expect(pullModel('hf:org/odd:Q4_K_M', { ...opts(), fetch: listing('<html>busy</html>') })).rejects.toMatchObject({ code: 'BAD_RESPONSE', message: expect.stringContaining('not a JSON list') });
+    await expect(pullModel('hf:org/odd:Q4_K_M', { ...opts(), fetch: listing('{"error":"x"}') })).rejects.toMatchObject({ code: 'BAD_RESPONSE' });
+    const pulled = await pullModel('hf:org/odd:Q4_K_M', { ...opts(), fetch: listing('[null, 3, "x", {"type":"file","path":"m-Q4_K_M.gguf"}]') });
+    expect(pulled.path.endsWith('m-Q4_K_M.gguf')).toBe(true);
   });
 
   it('a zero-length file pulls; a token a header cannot carry is a TypeError that does not show it', async () => {

@@ -156,12 +156,14 @@ describe('openGgufRemote', () => {
     const uri = serve('org/bounded/model.gguf', encodeGguf(model(100, 10)));
     hub.faults.cdn.push('503', '503', '503');
     await expect(openGgufRemote(uri, { ...opts, attempts: 3 })).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('HTTP 503') });
+    await expect(openGgufRemote(uri, { ...opts, attempts: Number.NaN })).rejects.toThrow(TypeError);
     hub.faults.hub.push(...Array<'loop'>(12).fill('loop'));
     await expect(openGgufRemote(uri, opts)).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('redirects') });
     hub.faults.hub.length = 0;
     await expect(openGgufRemote('hf:org/bounded/absent.gguf', opts)).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('404') });
     hub.faults.cdn.push('trickle');
-    await expect(openGgufRemote(uri, { ...opts, timeoutMs: 120, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 120 ms') });
+    hub.trickleMs = 1000;
+    await expect(openGgufRemote(uri, { ...opts, timeoutMs: 400, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 400 ms') });
     hub.latencyMs = 300;
     await expect(openGgufRemote(uri, { ...opts, timeoutMs: 50, attempts: 2 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 50 ms') });
     const controller = new AbortController();
