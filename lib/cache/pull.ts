@@ -6,7 +6,7 @@ import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
 import { hubAuthorization, hubEndpoint, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
-import { attemptsOf, checkRangeResponse, eitherSignal, httpError, redactUrl, request, retryAfter, safeMessage, sleep, type RemoteOptions } from '../remote/range-client.js';
+import { attemptsOf, checkRangeResponse, eitherSignal, httpError, redactUrl, request, safeMessage, sleep, throwIfRetryableStatus, withRetries, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -187,35 +187,19 @@ export function pickQuant(files: readonly string[], quant: string): string | und
 
 /**
  * A request to the Hub (its token, never sent elsewhere), redirects not followed, and `read` of its
- * answer. A connection that fails or breaks, no answer within `timeoutMs`, 429 and 5xx are tried
- * again (`attempts`, with backoff or the server's Retry-After), as a download's bytes are; what
- * `read` throws as a GgufError is final.
+ * answer, tried again as a range is (withRetries: a failed or broken connection, no answer within
+ * `timeoutMs`, 429 and 5xx); what `read` throws as a GgufError is final.
  */
-async function hubRequest<T>(url: string, options: PullOptions, method: string, read: (response: Response) => Promise<T>): Promise<T> {
+function hubRequest<T>(url: string, options: PullOptions, method: string, read: (response: Response) => Promise<T>): Promise<T> {
   const authorization = hubAuthorization(options.token);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
-  const attempts = attemptsOf(options);
-  let delay = options.backoffMs ?? 500;
-  for (let attempt = 1; ; attempt++) {
-    const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
-    let wait = delay;
-    try {
-      const response = await fetchFn(url, { method, headers, redirect: 'manual', signal: eitherSignal(options.signal, timeout) });
-      if ((response.status !== 429 && response.status < 500) || attempt >= attempts) return await read(response);
-      await response.body?.cancel();
-      wait = retryAfter(response.headers.get('retry-after')) ?? delay;
-    } catch (error) {
-      if (error instanceof GgufError) throw error;
-      options.signal?.throwIfAborted();
-      if (attempt >= attempts) {
-        const why = timeout.aborted ? `no answer within ${options.timeoutMs ?? 30_000} ms` : safeMessage(error);
-        throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: ${why}`, 0);
-      }
-    }
-    await sleep(wait, options.signal);
-    delay *= 2;
-  }
+  const where = redactUrl(url);
+  return withRetries(options, options.signal, where, 0, async (signal) => {
+    const response = await fetchFn(url, { method, headers, redirect: 'manual', signal });
+    await throwIfRetryableStatus(response, where, 0);
+    return read(response);
+  });
 }
 
 /** What the Hub says of a file: commit, blob name (etag), size, and where its bytes are served. */

@@ -92,6 +92,42 @@ class Retryable extends Error {
 }
 
 /**
+ * `once` tried up to `attempts` times, each given a signal with its own `timeoutMs`: a Retryable
+ * (throwIfRetryableStatus, a body cut short), a connection that fails or breaks, and no answer in
+ * time are tried again after the backoff (doubling from `backoffMs`) or the server's Retry-After;
+ * any other GgufError, or `signal` aborting, ends it at once.
+ */
+export async function withRetries<T>(options: RemoteOptions, signal: AbortSignal | undefined, where: string, offset: number, once: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const attempts = attemptsOf(options);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let delay = options.backoffMs ?? 500;
+  for (let attempt = 1; ; attempt++) {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let failure: Retryable;
+    try {
+      return await once(eitherSignal(signal, timeout));
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (timeout.aborted) failure = new Retryable(new GgufError('NETWORK_ERROR', `${where}: no answer within ${timeoutMs} ms`, offset));
+      else if (error instanceof Retryable) failure = error;
+      else if (error instanceof GgufError) throw error;
+      // fetch's TypeError: the connection failed or was reset.
+      else failure = new Retryable(new GgufError('NETWORK_ERROR', `${where}: ${safeMessage(error)}${causeOf(error)}`, offset));
+    }
+    if (attempt >= attempts) throw failure.error;
+    await sleep(failure.retryAfterMs ?? delay, signal);
+    delay *= 2;
+  }
+}
+
+/** A 429 or 5xx answer, its body let go, thrown as a Retryable HTTP_ERROR (with the server's Retry-After). */
+export async function throwIfRetryableStatus(response: Response, where: string, offset: number): Promise<void> {
+  if (response.status !== 429 && response.status < 500) return;
+  await response.body?.cancel();
+  throw new Retryable(new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}`, offset), retryAfter(response.headers.get('retry-after')));
+}
+
+/**
  * Byte ranges of one file over HTTP(S): redirects followed by hand (an Authorization header is
  * sent to the first origin only; a 302's target, such as a CDN's signed URL, is reused for later
  * ranges and resolved again once when it answers 403), 429/5xx and broken connections retried
@@ -116,35 +152,13 @@ export class RangeClient {
   }
 
   /** Bytes [offset, offset + length) of the file; fewer only where the file ends first. */
-  async read(offset: number, length: number, signal = this.options.signal): Promise<Uint8Array> {
-    const attempts = attemptsOf(this.options);
-    let delay = this.options.backoffMs ?? 500;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.readOnce(offset, length, signal);
-      } catch (error) {
-        if (!(error instanceof Retryable) || attempt >= attempts) throw error instanceof Retryable ? error.error : error;
-        await sleep(error.retryAfterMs ?? delay, signal);
-        delay *= 2;
-      }
-    }
-  }
-
-  private async readOnce(offset: number, length: number, signal: AbortSignal | undefined): Promise<Uint8Array> {
-    const end = this.size === undefined ? offset + length : Math.min(offset + length, this.size);
-    if (end <= offset) return new Uint8Array(0);
-    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
-    const combined = eitherSignal(signal, timeout);
-    try {
-      const response = await this.get(`bytes=${offset}-${end - 1}`, combined, offset);
-      return await this.body(response, offset, end, combined);
-    } catch (error) {
-      signal?.throwIfAborted();
-      if (timeout.aborted) throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: no answer within ${this.options.timeoutMs ?? 30_000} ms`, offset));
-      if (error instanceof Retryable || error instanceof GgufError) throw error;
-      // fetch's TypeError: the connection failed or was reset.
-      throw new Retryable(new GgufError('NETWORK_ERROR', `${redactUrl(this.url)}: ${safeMessage(error)}${causeOf(error)}`, offset));
-    }
+  read(offset: number, length: number, signal = this.options.signal): Promise<Uint8Array> {
+    return withRetries(this.options, signal, redactUrl(this.url), offset, async (attemptSignal) => {
+      const end = this.size === undefined ? offset + length : Math.min(offset + length, this.size);
+      if (end <= offset) return new Uint8Array(0);
+      const response = await this.get(`bytes=${offset}-${end - 1}`, attemptSignal, offset);
+      return this.body(response, offset, end, attemptSignal);
+    });
   }
 
   /** The response to a GET of `range`, redirects followed, from the resolved URL where there is one. */
@@ -168,10 +182,7 @@ export class RangeClient {
   /** The bytes [offset, end) from `response`, checked against what was asked. */
   private async body(response: Response, offset: number, end: number, signal: AbortSignal): Promise<Uint8Array> {
     const where = redactUrl(this.url);
-    if (response.status === 429 || response.status >= 500) {
-      await response.body?.cancel();
-      throw new Retryable(new GgufError('HTTP_ERROR', `${where}: HTTP ${response.status}`, offset), retryAfter(response.headers.get('retry-after')));
-    }
+    await throwIfRetryableStatus(response, where, offset);
     if (response.status === 416) {
       await response.body?.cancel();
       throw new GgufError('BAD_RESPONSE', `${where}: range ${offset}-${end - 1} is past the end of the file (HTTP 416)`, offset);
@@ -255,7 +266,7 @@ export async function checkRangeResponse(response: Response, where: string, from
 }
 
 /** Retry-After as milliseconds (delta-seconds or an HTTP date), bounded. */
-export function retryAfter(value: string | null): number | undefined {
+function retryAfter(value: string | null): number | undefined {
   if (value === null) return undefined;
   const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
   return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : undefined;
