@@ -106,10 +106,7 @@ export async function startHubServer(): Promise<HubServer> {
     // The file listing: /api/models/{repo}/tree/{rev}?recursive=true
     const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)$/.exec(url.pathname);
     if (tree !== null) {
-      if (fault === '429' || fault === '503') {
-        if (fault === '429') res.setHeader('Retry-After', '0');
-        return finish('hub', req, res, Number(fault));
-      }
+      if (answeredStatusFault('hub', req, res, fault)) return;
       const prefix = `${tree[1]}/`;
       const listing = [...state.files].filter(([key]) => key.startsWith(prefix)).map(([key, f]) => ({ type: 'file', path: key.slice(prefix.length), size: f.bytes.byteLength }));
       res.setHeader('Content-Type', 'application/json');
@@ -122,10 +119,7 @@ export async function startHubServer(): Promise<HubServer> {
       res.setHeader('Location', url.pathname);
       return finish('hub', req, res, 302);
     }
-    if (fault === '429' || fault === '503' || fault === '404') {
-      if (fault === '429') res.setHeader('Retry-After', '0');
-      return finish('hub', req, res, Number(fault));
-    }
+    if (answeredStatusFault('hub', req, res, fault)) return;
     if (entry === undefined) return finish('hub', req, res, 404);
     const etag = sha256(entry.bytes);
     blobs.set(etag, entry.bytes);
@@ -146,10 +140,7 @@ export async function startHubServer(): Promise<HubServer> {
     if (bytes === undefined) return finish('cdn', req, res, 404);
     res.setHeader('ETag', `"${url.pathname.replace('/blobs/', '')}"`);
     if (fault === 'expired' || !(expires > Date.now())) return finish('cdn', req, res, 403);
-    if (fault === '429' || fault === '503') {
-      if (fault === '429') res.setHeader('Retry-After', '0');
-      return finish('cdn', req, res, Number(fault));
-    }
+    if (answeredStatusFault('cdn', req, res, fault)) return;
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     if (fault === 'corrupt') {
       const changed = bytes.slice();
@@ -207,6 +198,14 @@ export async function startHubServer(): Promise<HubServer> {
     };
     res.on('error', () => {});
     next();
+  }
+
+  /** A '429' (Retry-After: 0), '503' or '404' fault answered as that status; whether it was one. */
+  function answeredStatusFault(server: 'hub' | 'cdn', req: IncomingMessage, res: ServerResponse, fault: Fault | undefined): boolean {
+    if (fault !== '429' && fault !== '503' && fault !== '404') return false;
+    if (fault === '429') res.setHeader('Retry-After', '0');
+    finish(server, req, res, Number(fault));
+    return true;
   }
 
   function finish(server: 'hub' | 'cdn', req: IncomingMessage, res: ServerResponse, status: number): void {
