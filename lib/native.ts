@@ -90,6 +90,7 @@ interface Addon {
   /** XXH64, seed 0 (native/xxh64.cc): update() returns the state, digest() 16 hex digits. */
   Xxh64: new () => { update(bytes: Uint8Array): unknown; digest(): string };
   liveMappings(): number;
+  rearmFaultGuard(): boolean;
   /** The CPUs this process may use at once: its affinity, capped by its cgroup's CPU limit on Linux (native/os/cpus.h). */
   usableCpus(): number;
   /** Whether a file open in this process (any thread) is the one with this device and inode (decimal strings). */
@@ -193,7 +194,24 @@ function dlopen(path: string): LoadResult {
   } catch (error) {
     return { error: `${path} does not load: ${(error as Error).message.split('\n')[0]}` };
   }
+  keepFaultGuardInFront(module.exports);
   return { addon: module.exports, path };
+}
+
+/**
+ * Node installs a SIGBUS handler of its own when a process.on('SIGBUS') listener is added, and
+ * restores the default action when the last one is removed; either way the addon's handler of
+ * lost pages (a truncated file) was gone, and a read of a lost page hung or killed the process.
+ * Node's own listener hooks run first (they are registered at start-up), so these put the addon's
+ * handler back in front right after, with Node's as the one other signals are handed to.
+ */
+function keepFaultGuardInFront(loadedAddon: Addon): void {
+  if (typeof loadedAddon.rearmFaultGuard !== 'function' || typeof process.on !== 'function') return;
+  const rearm = (event: string | symbol) => {
+    if (event === 'SIGBUS') loadedAddon.rearmFaultGuard();
+  };
+  process.on('newListener', rearm);
+  process.on('removeListener', rearm);
 }
 
 let loaded: LoadResult | undefined;

@@ -684,6 +684,12 @@ Napi::Value RefuseExternalBuffers(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// rearmFaultGuard(): puts the lost-pages handler back in front after something replaced it (a
+// process.on('SIGBUS') listener added or removed); false if it could not.
+Napi::Value RearmFaultGuard(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), FaultGuard::Rearm());
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   FaultGuard::Install();
   auto* state = new EnvStatePtr(std::make_shared<EnvState>());
@@ -699,6 +705,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("walkTensorInfoRecords", Napi::Function::New<WalkTensorInfoRecordsJs>(env, "walkTensorInfoRecords"));
   exports.Set("adviseHugePages", Napi::Function::New<AdviseHugePagesJs>(env, "adviseHugePages"));
   exports.Set("Mapping", Mapping::Define(env));
+  exports.Set("rearmFaultGuard", Napi::Function::New<RearmFaultGuard>(env, "rearmFaultGuard"));
   exports.Set("liveMappings", Napi::Function::New<LiveMappings>(env, "liveMappings"));
   exports.Set("usableCpus", Napi::Function::New<UsableCpusJs>(env, "usableCpus"));
   exports.Set("evictFile", Napi::Function::New<EvictFileJs>(env, "evictFile"));

@@ -4,7 +4,7 @@ import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
 import { swapBlockFields } from '../format/byte-order.js';
 import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
-import { checkBuffer } from '../file/source.js';
+import { checkBuffer, checkBufferPages } from '../file/source.js';
 import type { BlockKernel } from './kernel.js';
 import { TS_KERNELS } from './kernels.js';
 import { KERNEL_TABLES, tableBytes } from './tables.js';
@@ -39,6 +39,8 @@ interface Placement {
    * work and between parts of it). Without it, a window over a mapping is checked all the same.
    */
   check?: () => void;
+  /** Throws FILE_CHANGED when pages of the bytes' file were lost, even after a close (see ByteSource.checkPages). */
+  checkPages?: () => void;
 }
 
 /** The most parts one dequantizeAsync call is split into, whatever `threads` asks. */
@@ -152,7 +154,14 @@ function plan(
   options: DequantizeOptions,
   at: Placement,
 ): Plan {
-  const check = at.check ?? (() => checkBuffer(bytes.buffer, at.fileOffset));
+  const checkOpen = at.check ?? (() => checkBuffer(bytes.buffer, at.fileOffset));
+  const checkPages = at.checkPages ?? (() => checkBufferPages(bytes.buffer, at.fileOffset));
+  // Lost pages first: a job that read zeros and then saw its file closed must say FILE_CHANGED,
+  // not CLOSED (which a job with the mapping pinned may pass over).
+  const check = () => {
+    checkPages();
+    checkOpen();
+  };
   check();
   const type = dequantizableType(typeArg, at.fileOffset);
   if (bytes.byteLength % type.typeSize !== 0) {

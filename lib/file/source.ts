@@ -27,6 +27,11 @@ export interface ByteSource {
   readonly closed: boolean;
   /** Throws CLOSED after close(), FILE_CHANGED once pages of the file were lost; `offset` is for the error. */
   check(offset: number): void;
+  /**
+   * Throws FILE_CHANGED once pages of the file were lost, closed or not: work that had the
+   * mapping pinned through a close() read them as zeros all the same.
+   */
+  checkPages?(offset: number): void;
   /** For a mapped file: what verify() compares (see GgufFile.verify). */
   readonly origin?: MappedOrigin;
   /** For a remote file (where locate() is REMOTE_FILE): bytes fetched asynchronously. */
@@ -52,6 +57,11 @@ type Tagged = ArrayBufferLike & { [SOURCE]?: ByteSource };
 /** Throws as the source of `buffer` would (CLOSED, FILE_CHANGED) if it is a window over a mapping. */
 export function checkBuffer(buffer: ArrayBufferLike, offset: number): void {
   (buffer as Tagged)[SOURCE]?.check(offset);
+}
+
+/** Throws FILE_CHANGED if `buffer` is a window over a mapping that lost pages, closed or not. */
+export function checkBufferPages(buffer: ArrayBufferLike, offset: number): void {
+  (buffer as Tagged)[SOURCE]?.checkPages?.(offset);
 }
 
 export class MemorySource implements ByteSource {
@@ -179,7 +189,13 @@ export class MappedSource implements ByteSource {
   check(offset: number): void {
     this.checkOpen(offset);
     this.status ??= new Uint32Array(this.mapping.status());
-    if ((this.status[0]! & 1) !== 0) {
+    this.checkPages(offset);
+  }
+
+  checkPages(offset: number): void {
+    // The status buffer holds the mapping's slot, so it still says what happened after close();
+    // without one, nothing was read through this source that could have found a page lost.
+    if (this.status !== undefined && (this.status[0]! & 1) !== 0) {
       throw new GgufError('FILE_CHANGED', `'${this.path}' lost pages while mapped (truncated by another process?); they read as zeros`, offset);
     }
   }

@@ -408,7 +408,7 @@ export class GgufTensor {
   /** Dequantization options with this file's byte order, and where errors point. */
   private dequantArgs<T extends DequantizeOptions>(options: Omit<T, 'littleEndian'>, start: number) {
     const fileOffset = this.fileOffset + start;
-    const at = { fileOffset, check: () => this.source.check(fileOffset) };
+    const at = { fileOffset, check: () => this.source.check(fileOffset), checkPages: () => this.source.checkPages?.(fileOffset) };
     return [{ ...options, littleEndian: this.littleEndian } as T, at] as const;
   }
 }

@@ -29,6 +29,10 @@ class FaultGuard {
   // Installs the SIGBUS handler once per process (later calls do nothing). False if sigaction
   // failed; mappings then still work, but a truncated file kills the process as it always did.
   static bool Install();
+  // Puts the handler back in front if something replaced it since (Node installs its own for a
+  // process.on('SIGBUS') listener and restores the default when the listener goes), keeping the
+  // replacement as the handler that signals not ours are handed to. False if it could not.
+  static bool Rearm();
 
   // Takes a free slot for the mapping [begin, begin + length) (`writable`: its protection);
   // -1 when the table is full.

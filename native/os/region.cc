@@ -34,6 +34,7 @@ Region* Region::MapFile(const char* path, MapError* error, uint64_t owner) {
     open_regions_.push_back(empty);  // for CloseOwnedBy (its file); PinContaining skips it
     return empty;
   }
+  FaultGuard::Rearm();  // in front again if native code elsewhere replaced it since
   const int slot = FaultGuard::Acquire(file.addr, file.size, file.copy_on_write);
   if (slot < 0) {
     UnmapRange(file.addr, file.size);

@@ -25,9 +25,42 @@ std::atomic<int> next_hint{0};
 static_assert(std::atomic<uintptr_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "the signal handler needs lock-free atomics");
 
-struct sigaction previous_action;
+// What had SIGBUS before us. Rearm() may replace it while a handler runs on another thread, so
+// there are two copies and an atomic index: the handler reads a copy that is never written while
+// it is the current one.
+struct sigaction previous_actions[2];
+std::atomic<int> previous_index{0};
 std::once_flag install_once;
 bool installed = false;
+struct sigaction our_action;
+
+// Counts slots disarmed (closed or freed). A fault whose address no slot holds may have raced a
+// close(): see OnSigbus.
+std::atomic<uint64_t> disarmed{0};
+
+// The last faults on addresses no slot held, each as (address, disarmed count then): a fault met
+// a second time with nothing disarmed in between is not a race with close(), and is handed on.
+// A ring rather than one entry, so that two threads faulting at once cannot hand each other
+// retries for ever.
+constexpr int kRecentForeign = 16;
+std::atomic<uint64_t> recent_foreign[kRecentForeign];
+std::atomic<uint32_t> recent_next{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the signal handler needs lock-free atomics");
+
+uint64_t ForeignKey(uintptr_t addr, uint64_t generation) {
+  return static_cast<uint64_t>(addr) ^ (generation * 0x9E3779B97F4A7C15ull);
+}
+
+// True the first time a fault at `addr` finds no slot since the last disarm: the instruction is
+// worth running again.
+bool FirstForeignFault(uintptr_t addr) {
+  const uint64_t key = ForeignKey(addr, disarmed.load(std::memory_order_acquire));
+  for (auto& seen : recent_foreign) {
+    if (seen.load(std::memory_order_relaxed) == key) return false;
+  }
+  recent_foreign[recent_next.fetch_add(1, std::memory_order_relaxed) % kRecentForeign].store(key, std::memory_order_relaxed);
+  return true;
+}
 
 // Read once in Install(): the handler must not run a function-local static's guarded init.
 uintptr_t page_size = 4096;
@@ -44,6 +77,7 @@ bool MapZeros(void* begin, size_t length, bool writable) {
 void Disarm(Slot& slot) {
   slot.begin.store(0, std::memory_order_release);
   slot.end.store(0, std::memory_order_release);
+  disarmed.fetch_add(1, std::memory_order_acq_rel);
 }
 
 // Hands a SIGBUS that is not ours to whoever had it before; with no handler before, the default
@@ -51,6 +85,7 @@ void Disarm(Slot& slot) {
 void OnSigbus(int signo, siginfo_t* info, void* context);
 
 void Chain(int signo, siginfo_t* info, void* context) {
+  const struct sigaction& previous_action = previous_actions[previous_index.load(std::memory_order_acquire)];
   // Never ourselves (a second copy of this library would find the first's handler installed).
   if ((previous_action.sa_flags & SA_SIGINFO) != 0 && previous_action.sa_sigaction != nullptr &&
       previous_action.sa_sigaction != OnSigbus) {
@@ -84,6 +119,12 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
     slot.status.fetch_or(kStatusPagesLost, std::memory_order_release);
     return;
   }
+  // No slot holds the address, but one may have a moment ago: close() replaces a mapping with
+  // zero pages and then disarms its slot, and that can fall between the fault and the look
+  // above. Running the instruction once more settles it: it reads zeros now, or, not being ours,
+  // faults again at the same address with nothing disarmed meanwhile, and only then is handed on
+  // (handing it on with no handler before us restores the default action for the process).
+  if (info->si_code > 0 && FirstForeignFault(addr)) return;
   Chain(signo, info, context);
 }
 
@@ -92,12 +133,11 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
 bool FaultGuard::Install() {
   std::call_once(install_once, [] {
     page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    struct sigaction action;
-    std::memset(&action, 0, sizeof action);
-    action.sa_sigaction = OnSigbus;
-    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&action.sa_mask);
-    installed = sigaction(SIGBUS, &action, &previous_action) == 0;
+    std::memset(&our_action, 0, sizeof our_action);
+    our_action.sa_sigaction = OnSigbus;
+    our_action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&our_action.sa_mask);
+    installed = sigaction(SIGBUS, &our_action, &previous_actions[0]) == 0;
 #if defined(__APPLE__)
     // macOS links have no -z nodelete: the addon opens itself once more with RTLD_NODELETE (it
     // is already loaded: RTLD_NOLOAD), so the handler's code stays mapped after a worker exits.
@@ -108,6 +148,19 @@ bool FaultGuard::Install() {
 #endif
   });
   return installed;
+}
+
+bool FaultGuard::Rearm() {
+  if (!Install()) return false;
+  struct sigaction current;
+  if (sigaction(SIGBUS, nullptr, &current) != 0) return false;
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == OnSigbus) return true;
+  // Someone replaced the handler (Node's own, for a process.on('SIGBUS') listener, or SIG_DFL
+  // once that listener is removed): theirs becomes the one signals not ours are handed to.
+  const int next = 1 - previous_index.load(std::memory_order_relaxed);
+  previous_actions[next] = current;
+  previous_index.store(next, std::memory_order_release);
+  return sigaction(SIGBUS, &our_action, nullptr) == 0;
 }
 
 int FaultGuard::Acquire(void* begin, size_t length, bool writable) {

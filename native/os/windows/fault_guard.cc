@@ -125,6 +125,9 @@ bool FaultGuard::Install() {
   return installed;
 }
 
+// A vectored handler stays first whatever else is installed later: nothing to put back.
+bool FaultGuard::Rearm() { return Install(); }
+
 int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
   const int start = next_hint.load(std::memory_order_relaxed);
   for (int i = 0; i < kSlots; i++) {
