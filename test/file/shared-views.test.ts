@@ -44,6 +44,39 @@ describe.skipIf(READ_MODE)(mmapOnly('views over SharedArrayBuffers'), () => {
     expect(shared.tensor('w')!.sha256()).toBe(plain.tensor('w')!.sha256());
   });
 
+  it("docs/api.md's list holds for views of a SharedArrayBuffer: createHash, zlib, fs, Buffer, TextDecoder and Blob take them; a Response needs a copy", async () => {
+    const { createHash } = await import('node:crypto');
+    const { deflateSync, inflateSync } = await import('node:zlib');
+    const { closeSync, openSync, readFileSync, writeSync } = await import('node:fs');
+    const path = model('apis.gguf', 4096);
+    using g = openGguf(path);
+    // The file's own view where this runtime makes SharedArrayBuffers; else one of a plain
+    // SharedArrayBuffer, which these APIs treat alike (the claim is about the buffer's kind).
+    const own = g.tensor('w')!.bytes;
+    const view = own.buffer instanceof SharedArrayBuffer ? own : new Uint8Array(new SharedArrayBuffer(own.byteLength));
+    if (view !== own) view.set(own);
+    const want = Buffer.from(own);
+    expect(createHash('sha256').update(view).digest('hex')).toBe(createHash('sha256').update(want).digest('hex'));
+    expect(inflateSync(deflateSync(view)).equals(want)).toBe(true);
+    const written = join(dir, 'written.bin');
+    const fd = openSync(written, 'w');
+    writeSync(fd, view);
+    closeSync(fd);
+    expect(readFileSync(written).equals(want)).toBe(true);
+    expect(Buffer.from(view.buffer, view.byteOffset, view.byteLength).equals(want)).toBe(true);
+    const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+    expect(utf8.decode(view)).toBe(utf8.decode(want));
+    expect(Buffer.from(await new Blob([view]).arrayBuffer()).equals(want)).toBe(true);
+    // A Response refuses the view (Node 20, 22) or sends its bytes as decimal text (Node 24, 26):
+    // never the bytes. What the docs say to do instead, a copy or a Blob, sends them.
+    const direct = await Promise.resolve()
+      .then(() => new Response(view as unknown as BodyInit).arrayBuffer())
+      .then((b) => Buffer.from(b), () => undefined);
+    expect(direct?.equals(want) ?? false).toBe(false);
+    expect(Buffer.from(await new Response(view.slice()).arrayBuffer()).equals(want)).toBe(true);
+    expect(Buffer.from(await new Response(new Blob([view])).arrayBuffer()).equals(want)).toBe(true);
+  });
+
   it.skipIf(noSharing !== undefined)(`a view posted to a worker is the same memory; after the main thread's close() the worker reads zeros (child process)${noSharing ? ` [skipped: ${noSharing}]` : ''}`, () => {
     const path = model('posted.gguf', 1 << 16);
     const r = runChild(`
