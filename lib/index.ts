@@ -34,4 +34,5 @@ export { hashTensors, formatHashLine, HASH_KINDS, type HashKind, type HashLine, 
 export { hashTensorsAsync, type ParallelHashOptions } from './hash/parallel-hash.js';
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
+export { recoverHeaderEdit } from './edit/header-journal.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';

@@ -92,7 +92,8 @@ export function runDequant(g: GgufFile, request: DequantRequest): string {
       if (!HOST_LITTLE_ENDIAN) throw new Error('--out writes little-endian floats; this host is big-endian');
       // Through a temporary file renamed at the end (output-file.ts): no half file, and the old
       // contents stay until then.
-      const temp = writeTemporaryWith(request.outPath, (fd) => decode((values) => writeAll(fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength))));
+      // A device or FIFO (--out /dev/null, a pipe to another program) is written directly, in order.
+      const temp = writeTemporaryWith(request.outPath, (fd) => decode((values) => writeAll(fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength))), { streamed: true });
       commit(temp, request.outPath);
     }
   } finally {

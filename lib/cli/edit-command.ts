@@ -55,6 +55,46 @@ function typedValue(key: string, text: string, type: GgufValueType): GgufWriteVa
   }
 }
 
+/** A text file's contents; bytes that are not UTF-8 are a usage error naming the first (never U+FFFD in the model). */
+function readUtf8File(path: string): string {
+  const bytes = readFileSync(path);
+  const bad = firstInvalidUtf8(bytes);
+  if (bad >= 0) throw new EditUsageError(`--chat-template-file ${path}: byte ${bad} (0x${bytes[bad]!.toString(16).padStart(2, '0')}) is not UTF-8; a template is stored as UTF-8 text`);
+  return new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
+}
+
+/** Offset of the first byte that does not begin or continue a well-formed UTF-8 sequence, or -1. */
+export function firstInvalidUtf8(bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i]!;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    // The sequence's length, and the range its second byte must lie in (no overlong forms, no
+    // surrogates, nothing past U+10FFFF).
+    let length: number;
+    let low = 0x80;
+    let high = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) length = 2;
+    else if (b >= 0xe0 && b <= 0xef) {
+      length = 3;
+      if (b === 0xe0) low = 0xa0;
+      if (b === 0xed) high = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      length = 4;
+      if (b === 0xf0) low = 0x90;
+      if (b === 0xf4) high = 0x8f;
+    } else return i;
+    for (let k = 1; k < length; k++) {
+      const c = bytes[i + k];
+      if (c === undefined || c < (k === 1 ? low : 0x80) || c > (k === 1 ? high : 0xbf)) return i;
+    }
+    i += length;
+  }
+  return -1;
+}
+
 export function runEdit(args: readonly string[], onProgress?: (done: number, total: number) => void): { result: EditResult; changed: number } {
   const files: string[] = [];
   const sets: Array<[string, string, GgufValueType | undefined]> = [];
@@ -82,7 +122,7 @@ export function runEdit(args: readonly string[], onProgress?: (done: number, tot
       }
       sets.push([spec.slice(0, eq), value, type]);
     } else if (arg === '--delete') deletes.push(next());
-    else if (arg === '--chat-template-file') sets.push(['tokenizer.chat_template', readFileSync(next(), 'utf8'), 'STRING']);
+    else if (arg === '--chat-template-file') sets.push(['tokenizer.chat_template', readUtf8File(next()), 'STRING']);
     else if (arg === '--out') out = next();
     else if (arg === '--in-place') inPlace = true;
     else if (arg.startsWith('--')) throw new EditUsageError(`unknown option '${arg}'`);

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { openGguf } from '../file/gguf-file.js';
 import { progressBar } from './progress-bar.js';
 import { hashTensorsAsync } from '../hash/parallel-hash.js';
+import { printable } from './inspect.js';
 import { formatHashLine, HASH_KINDS, type HashKind, type HashLine } from '../hash/tensor-hashes.js';
 
 export class HashUsageError extends Error {}
@@ -96,7 +97,8 @@ export async function runHash(args: HashArgs, out: (text: string) => void, progr
     bar.end();
   }
   if (manifest === undefined) {
-    out(lines.map((l) => formatHashLine(l) + '\n').join(''));
+    // Names come from the file: escaped as inspect escapes them (control and bidi characters).
+    out(lines.map((l) => formatHashLine({ ...l, name: printable(l.name) }) + '\n').join(''));
     return EXIT_OK;
   }
   let tensorSeen = false;
@@ -116,7 +118,7 @@ export async function runHash(args: HashArgs, out: (text: string) => void, progr
         else tensorMismatch = true;
       }
     }
-    text.push(formatHashLine(line, `  -  ${result}`) + '\n');
+    text.push(formatHashLine({ ...line, name: printable(line.name) }, `  -  ${result}`) + '\n');
   }
   // As the tool decides: the model's lines if the manifest has them, else the tensors'.
   const status = !modelSeen ? (!tensorSeen ? EXIT_MISSING_ENTRY : tensorMismatch ? EXIT_MISMATCH : EXIT_OK) : tensorMismatch || modelMismatch ? EXIT_MISMATCH : EXIT_OK;

@@ -1,12 +1,13 @@
 // Editing a model's metadata without touching its tensor data: in place when the new header ends
 // where the data section already starts (same-size values always; anything else the padding
 // allows), else a new file: the new header, then the data section copied as it is.
-import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, openSync, realpathSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, ftruncateSync, openSync, realpathSync, statSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
 import { alignUp, parseLayout } from '../format/parse.js';
 import { encodeGguf, type GgufWriteValue } from '../format/writer.js';
 import { encodeHeader, headerLength, kvBytesOf, setKvInPlace, tensorInfoBytesOf, type KvBytes } from './gguf-header.js';
+import { recoverHeaderEdit, writeHeaderInPlace } from './header-journal.js';
 import { commit, copyRange, refuseInputAsOutput, refuseMappedHere, writeAll, writeTemporaryWith } from './output-file.js';
 
 export interface MetadataEdit {
@@ -49,6 +50,8 @@ function encodeKv(key: string, value: GgufWriteValue): KvBytes {
  * byte for byte; the alignment is kept.
  */
 export function editMetadata(input: string, edit: MetadataEdit, options: EditOptions = {}): EditResult {
+  // An in-place edit killed half-way left its journal: the old header goes back first.
+  recoverHeaderEdit(input);
   const built = (() => {
     using file = openGguf(input, { split: false, mode: 'read' });
     const { source, layout } = file.partLayouts()[0]!;
@@ -88,17 +91,14 @@ export function editMetadata(input: string, edit: MetadataEdit, options: EditOpt
   return rewrite(real, real, header, layout.dataOffset, built.fileSize, options.onProgress);
 }
 
-/** The header written over the old one: the same length, so the data section stays where it is. */
+/**
+ * The header written over the old one: the same length, so the data section stays where it is;
+ * through a journal, so that a kill leaves the old header or the new one (header-journal.ts).
+ */
 function overwriteHeader(path: string, header: Uint8Array, size: number): EditResult {
-  const fd = openSync(path, 'r+');
-  try {
-    // Checked first: the file still has the size parsed (a file cut or grown meanwhile is not written).
-    if (statSync(path).size !== size) throw new GgufError('FILE_CHANGED', `${path} changed while it was being edited`, size);
-    for (let done = 0; done < header.length; ) done += writeSync(fd, header, done, header.length - done, done);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  // Checked first: the file still has the size parsed (a file cut or grown meanwhile is not written).
+  if (statSync(path).size !== size) throw new GgufError('FILE_CHANGED', `${path} changed while it was being edited`, size);
+  writeHeaderInPlace(path, header, size);
   return { path, inPlace: true, written: header.length };
 }
 

@@ -3,18 +3,23 @@
 // failure (ENOSPC included), and what a killed writer left is removed by the next one.
 import { closeSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { GgufError } from '../errors.js';
 import { optionalAddon } from '../native.js';
+import { splitSetOf } from '../file/split.js';
 
-/** The one of `inputs` that `output` is (same device and inode: through a link too), if any. */
+/**
+ * The one of `inputs`, or of the split sets they belong to (a part's siblings by the naming
+ * convention), that `output` is (same device and inode: through a link too), if any.
+ */
 export function inputNamedBy(inputs: readonly string[], output: string): string | undefined {
   const out = statSync(output, { throwIfNoEntry: false });
   if (out === undefined) return undefined;
-  return inputs.find((input) => {
-    const st = statSync(input);
-    return st.dev === out.dev && st.ino === out.ino;
+  const candidates = [...new Set(inputs.flatMap((input) => [input, ...splitSetOf(input)]))];
+  return candidates.find((input) => {
+    const st = statSync(input, { throwIfNoEntry: false });
+    return st !== undefined && st.dev === out.dev && st.ino === out.ino;
   });
 }
 
@@ -72,6 +77,7 @@ export function copyRange(inFd: number, from: number, outFd: number, to: number,
 
 /** Renames `temp` to `path`; a rename that fails removes `temp` (nothing stays behind). */
 export function commit(temp: string, path: string): void {
+  if (temp === path) return; // written in place: a device or FIFO (see writeTemporaryWith)
   try {
     renameSync(temp, path);
   } catch (error) {
@@ -90,9 +96,25 @@ export function writeAll(fd: number, bytes: Uint8Array, position?: number): void
 /**
  * Writes a new temporary file beside `path` with `write(fd)`, synced, and returns its name (for
  * several outputs renamed together: a split set appears whole or not at all). On a failure the
- * temporary file is removed.
+ * temporary file is removed. An existing `path` that is not a regular file (/dev/null, a FIFO, a
+ * device) would be replaced by the rename: with `streamed` (output written in order, no
+ * positions) it is written directly and its own path returned; without, CANNOT_REWRITE.
  */
-export function writeTemporaryWith(path: string, write: (fd: number) => void): string {
+export function writeTemporaryWith(path: string, write: (fd: number) => void, options: { streamed?: boolean } = {}): string {
+  const existing = statSync(path, { throwIfNoEntry: false });
+  // (A directory in the way fails at the rename, as before: EISDIR.)
+  if (existing !== undefined && !existing.isFile() && !existing.isDirectory()) {
+    if (!options.streamed) {
+      throw new GgufError('CANNOT_REWRITE', `${path} is not a regular file (a device, FIFO or socket): a model is written to a new file renamed into place; name a regular file`, 0);
+    }
+    const fd = openSync(path, 'w');
+    try {
+      write(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return path;
+  }
   removeStaleTemporaries(path);
   const temp = join(dirname(path), `${temporaryPrefix(path)}${writerHost()}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx');
@@ -112,8 +134,20 @@ export function writeTemporaryWith(path: string, write: (fd: number) => void): s
   }
 }
 
+// A name has at most 255 bytes and the temporary adds ~60 (host, pid, random, dots): for a long
+// output name the prefix keeps its first bytes and a hash of the whole name instead.
+const NAME_MAX = 255;
+const TEMPORARY_SUFFIX_MAX = 1 + 40 + 1 + 10 + 1 + 12 + 4;
+
 function temporaryPrefix(path: string): string {
-  return `.${basename(path)}.`;
+  const name = basename(path);
+  const whole = `.${name}.`;
+  if (Buffer.byteLength(whole) + TEMPORARY_SUFFIX_MAX <= NAME_MAX) return whole;
+  let kept = name;
+  while (Buffer.byteLength(kept) > 120) kept = kept.slice(0, -1);
+  // A cut between a surrogate pair leaves half a character: drop it.
+  if (/[\uD800-\uDBFF]$/.test(kept)) kept = kept.slice(0, -1);
+  return `.${kept}~${createHash('sha256').update(name).digest('hex').slice(0, 12)}.`;
 }
 
 // The writer's host in its temporary files' names: a pid says whether a writer is gone only on

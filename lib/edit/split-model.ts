@@ -7,11 +7,13 @@ import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { splitPartName } from '../format/write-split.js';
 import { alignUp } from '../format/parse.js';
 import { encodeHeader, kvBytesOf, scalarKv, setKv, type KvBytes, type TensorInfo } from './gguf-header.js';
-import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, ftruncateSync, renameSync, rmSync } from 'node:fs';
 import { commit, copyRange, refuseInputAsOutput, writeAll, writeTemporaryWith } from './output-file.js';
 
 // llama-gguf-split pads every tensor to GGUF_DEFAULT_ALIGNMENT, whatever general.alignment says.
 const PAD = 32;
+/** split.count is a UINT16. */
+export const MAX_PARTS = 65535;
 
 export interface SplitModelOptions {
   /** A new part before tensor N, 2N, ... (llama-gguf-split --split-max-tensors). */
@@ -41,28 +43,26 @@ function tensorInfos(file: GgufFile, indices: readonly number[]): TensorInfo[] {
 
 /**
  * The part file at `path` (a temporary beside it, returned): `header`, then each piece's bytes
- * copied from its file (inside the kernel where it can), padded to 32 with zeros.
+ * copied from its file (inside the kernel where it can), padded to 32 with zeros. The pieces are
+ * read through the descriptors the file was opened with (read mode), never reopened by path: a
+ * file replaced meanwhile is not read at the old one's offsets.
  */
 function writePart(path: string, header: Uint8Array, pieces: readonly Piece[], progress: Progress): string {
-  const fds = new Map<string, number>();
-  try {
-    return writeTemporaryWith(path, (out) => {
-      writeAll(out, header, 0);
-      let at = header.length;
-      for (const { file, index } of pieces) {
-        const t = file.tensors[index]!;
-        const input = file.parts[t.part]!.path!;
-        let fd = fds.get(input);
-        if (fd === undefined) fds.set(input, (fd = openSync(input, 'r')));
-        copyRange(fd, t.fileOffset, out, at, t.nbytes, input, progress.add);
-        const padded = alignUp(t.nbytes, PAD);
-        if (padded > t.nbytes) writeAll(out, new Uint8Array(padded - t.nbytes), at + t.nbytes);
-        at += padded;
-      }
-    });
-  } finally {
-    for (const fd of fds.values()) closeSync(fd);
-  }
+  return writeTemporaryWith(path, (out) => {
+    writeAll(out, header, 0);
+    let at = header.length;
+    for (const { file, index } of pieces) {
+      const t = file.tensors[index]!;
+      const part = file.partLayouts()[t.part]!;
+      copyRange(part.source.descriptor!(), t.fileOffset, out, at, t.nbytes, part.path!, progress.add);
+      const padded = alignUp(t.nbytes, PAD);
+      if (padded > t.nbytes) writeAll(out, new Uint8Array(padded - t.nbytes), at + t.nbytes);
+      at += padded;
+    }
+    // The kernel's copy keeps an input's holes as holes and writes nothing for them: a part
+    // ending in one would end early without its length set.
+    ftruncateSync(out, at);
+  });
 }
 
 /** Bytes of tensor data copied so far, reported to `onProgress` against `total`. */
@@ -106,6 +106,8 @@ export function splitModel(input: string, prefix: string, options: SplitModelOpt
     bytes += size;
   });
   const count = groups.length;
+  // split.count and split.no are UINT16: a 65,536th part would wrap the count to 0 ("not split").
+  if (count > MAX_PARTS) throw new GgufError('CANNOT_REWRITE', `the split would make ${count} parts; split.count holds at most ${MAX_PARTS}`, 0);
   const progress = progressOf(file.tensors.reduce((n, t) => n + t.nbytes, 0), options.onProgress);
   const paths = groups.map((_, no) => splitPartName(prefix, no + 1, count));
   for (const path of paths) refuseInputAsOutput([input], path);
@@ -150,6 +152,13 @@ export function mergeModel(part: string, output: string, options: { onProgress?:
   refuseInputAsOutput(parts.map((p) => p.path!), output);
   if (existsSync(output)) throw Object.assign(new Error(`${output} exists; merge writes a new file`), { code: 'EEXIST' });
   for (const p of parts) refuseOtherAlignment(p.layout.alignment, p.path!);
+  // Part 1's header is copied as it is and every part's data byte for byte: parts in another
+  // byte order than part 1 would land in the merged file unconverted.
+  const other = parts.find((p) => p.layout.littleEndian !== parts[0]!.layout.littleEndian);
+  if (other !== undefined) {
+    const order = (p: typeof other) => (p.layout.littleEndian ? 'little' : 'big');
+    throw new GgufError('CANNOT_REWRITE', `${other.path} is ${order(other)}-endian and ${parts[0]!.path} ${order(parts[0]!)}-endian: convert-endian the parts to one byte order first`, 4);
+  }
   const kvs = kvBytesOf(parts[0]!.source, parts[0]!.layout);
   setKv(kvs, scalarKv('split.count', 'UINT16', 0));
   const all = model.tensors.map((_, index) => index);

@@ -64,6 +64,15 @@ export class ReadSource implements ByteSource {
     if (this.fd < 0) throw new GgufError('CLOSED', 'the file has been closed', offset);
   }
 
+  /**
+   * The open descriptor, for the writers' copies: they read the file opened here, not whatever
+   * its path names by then (a file replaced meanwhile). CLOSED after close().
+   */
+  descriptor(): number {
+    this.check(0);
+    return this.fd;
+  }
+
   get origin(): MappedOrigin {
     return { path: this.path, identity: this.opened, current: () => (this.fd < 0 ? null : identityOf(this.fd)) };
   }

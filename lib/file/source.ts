@@ -32,6 +32,8 @@ export interface ByteSource {
    * mapping pinned through a close() read them as zeros all the same.
    */
   checkPages?(offset: number): void;
+  /** For a file read with fs (read mode): its open descriptor (CLOSED after close()). */
+  descriptor?(): number;
   /** For a mapped file: what verify() compares (see GgufFile.verify). */
   readonly origin?: MappedOrigin;
   /** For a remote file (where locate() is REMOTE_FILE): bytes fetched asynchronously. */

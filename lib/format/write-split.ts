@@ -25,7 +25,7 @@ function tensorBytes(t: GgufWriteTensor): number {
  * Writes `spec` as a split model, the way llama.cpp's llama-gguf-split does: files
  * `PREFIX-00001-of-0000N.gguf`..., tensors in order, a new part whenever the next tensor would
  * pass `maxTensors` or `maxBytes`; part 1 carries the metadata, and every part split.no (from 0),
- * split.count and split.tensors.count. Tensors without data are holes, so multi-gigabyte sets
+ * split.tensors.count and split.count, in that order. Tensors without data are holes, so multi-gigabyte sets
  * cost their headers on disk. Returns the parts' paths.
  */
 export function writeGgufSplit(prefix: string, spec: GgufWriteSpec, options: SplitOptions = {}): string[] {
@@ -48,10 +48,12 @@ export function writeGgufSplit(prefix: string, spec: GgufWriteSpec, options: Spl
   }
   if (options.noTensorsInFirst && groups.at(-1)!.length === 0 && groups.length > 1) groups.pop();
   const count = groups.length;
+  if (count > 65535) throw new RangeError(`writeGgufSplit: ${count} parts; split.count (a UINT16) holds at most 65535`);
+  // In llama-gguf-split's order (and splitModel's): split.no, split.tensors.count, split.count.
   const splitKeys = (no: number): Array<readonly [string, GgufWriteValue]> => [
     ['split.no', { type: 'UINT16', value: no }],
-    ['split.count', { type: 'UINT16', value: count }],
     ['split.tensors.count', { type: 'INT32', value: tensors.length }],
+    ['split.count', { type: 'UINT16', value: count }],
   ];
   const metadata = spec.metadata === undefined ? [] : Symbol.iterator in spec.metadata ? [...(spec.metadata as Iterable<readonly [string, GgufWriteValue]>)] : Object.entries(spec.metadata);
   return groups.map((group, no) => {

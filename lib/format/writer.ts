@@ -247,6 +247,7 @@ class ByteWriter {
   }
 
   scalar(type: GgufValueType, v: unknown): void {
+    checkRange(type, v);
     const size = FIXED_VALUE_SIZE[type];
     const view = size === undefined ? this.view : this.at(size);
     const at = this.pos;
@@ -272,5 +273,42 @@ class ByteWriter {
     this.u32(valueTypeId(a.arrayType));
     this.count(a.value.length);
     for (let i = 0; i < a.value.length; i++) this.scalar(a.arrayType, a.value[i]);
+  }
+}
+
+const INTEGER_RANGES: Partial<Record<GgufValueType, readonly [number, number]>> = {
+  UINT8: [0, 255],
+  INT8: [-128, 127],
+  UINT16: [0, 65535],
+  INT16: [-32768, 32767],
+  UINT32: [0, 4294967295],
+  INT32: [-2147483648, 2147483647],
+};
+const BIG_RANGES: Partial<Record<GgufValueType, readonly [bigint, bigint]>> = {
+  UINT64: [0n, 2n ** 64n - 1n],
+  INT64: [-(2n ** 63n), 2n ** 63n - 1n],
+};
+
+/**
+ * A number the type cannot hold is a RangeError: DataView's setters would wrap it (UINT32 -1 is
+ * 4294967295), cut it (1.5 is 1) or round it to Infinity (FLOAT32 1e40) without a word.
+ */
+function checkRange(type: GgufValueType, v: unknown): void {
+  const ints = INTEGER_RANGES[type];
+  if (ints !== undefined) {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < ints[0] || v > ints[1]) throw new RangeError(`${String(v)} is not a ${type} (an integer from ${ints[0]} to ${ints[1]})`);
+    return;
+  }
+  const bigs = BIG_RANGES[type];
+  if (bigs !== undefined) {
+    if (typeof v === 'number' && !Number.isSafeInteger(v)) throw new RangeError(`${String(v)} is not a ${type} (give a bigint beyond 2^53)`);
+    if (typeof v !== 'number' && typeof v !== 'bigint') throw new RangeError(`${String(v)} is not a ${type}`);
+    const b = BigInt(v);
+    if (b < bigs[0] || b > bigs[1]) throw new RangeError(`${String(v)} is not a ${type} (from ${bigs[0]} to ${bigs[1]})`);
+    return;
+  }
+  if (type === 'FLOAT32' || type === 'FLOAT64') {
+    if (typeof v !== 'number') throw new RangeError(`${String(v)} is not a ${type}`);
+    if (type === 'FLOAT32' && Number.isFinite(v) && !Number.isFinite(Math.fround(v))) throw new RangeError(`${v} is beyond FLOAT32's range (it would be written as Infinity)`);
   }
 }

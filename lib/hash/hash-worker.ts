@@ -10,13 +10,16 @@ let answer: HashAnswer;
 try {
   const options = { mode: job.mode, limits: job.limits };
   using file = job.paths.length > 1 ? openGguf(job.paths, options) : openGguf(job.paths[0]!, { ...options, split: false });
-  file.parts.forEach((part, i) => {
-    if (part.size !== job.sizes[i] || identityOf(part.path!) !== job.identities[i]) {
-      throw new GgufError('FILE_CHANGED', `${part.path} changed while it was being hashed`, part.size);
-    }
-  });
-  answer = { lines: hashPass(file, job.kinds, job.name, tensorKinds(job.kinds), false, undefined, job.first, job.end) };
-  file.verify();
+  // Another file under a part's path (replaced by a rename since the caller opened it): the
+  // caller hashes its open file itself.
+  const replaced = file.parts.some((part, i) => identityOf(part.path!) !== job.identities[i]);
+  if (!replaced) {
+    file.parts.forEach((part, i) => {
+      if (part.size !== job.sizes[i]) throw new GgufError('FILE_CHANGED', `${part.path} changed while it was being hashed`, part.size);
+    });
+  }
+  answer = replaced ? { renamed: true } : { lines: hashPass(file, job.kinds, job.name, tensorKinds(job.kinds), false, undefined, job.first, job.end) };
+  if (!replaced) file.verify();
 } catch (error) {
   answer = error instanceof GgufError ? { error: { code: error.code, message: error.message, offset: error.offset } } : { error: { message: error instanceof Error ? error.message : String(error) } };
 }

@@ -35,7 +35,10 @@ export interface HashJob {
   first: number;
   end: number;
 }
-export type HashAnswer = { lines: HashLine[] } | { error: { code?: GgufErrorCode; message: string; offset?: number } };
+export type HashAnswer = { lines: HashLine[] } | { renamed: true } | { error: { code?: GgufErrorCode; message: string; offset?: number } };
+
+/** A worker found another file under a part's path: the open file is hashed on this thread instead. */
+class PathReplaced extends Error {}
 
 const WORKER = new URL('./hash-worker.js', import.meta.url);
 
@@ -72,12 +75,24 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
     first,
     end,
   }));
+  // Workers open the files by path: where a path names another file by now (replaced by a
+  // rename), the open file is hashed here, on this thread, rather than failing.
+  if (jobs[0]!.paths.some((path, i) => identityOrNull(path) !== jobs[0]!.identities[i])) {
+    return hashPass(file, kinds, name, perTensor, true, options.onProgress);
+  }
   const workers = jobs.map((job) => runWorker(workerPath, job));
   // Each answer's rejection is handled when it is awaited; until then, none is unhandled.
   for (const { answer } of workers) answer.catch(() => {});
   try {
     const model = hashPass(file, kinds, name, [], true, options.onProgress);
-    const tensorLines = (await Promise.all(workers.map((w) => w.answer))).flat();
+    let tensorLines: HashLine[];
+    try {
+      tensorLines = (await Promise.all(workers.map((w) => w.answer))).flat();
+    } catch (error) {
+      // Replaced between the check above and a worker's open: this thread's pass, then.
+      if (!(error instanceof PathReplaced)) throw error;
+      tensorLines = hashPass(file, kinds, name, perTensor, false);
+    }
     return [...tensorLines, ...model];
   } finally {
     // Done, or failed here or in one of them: none is left running.
@@ -88,6 +103,14 @@ export async function hashTensorsAsync(file: GgufFile, options: ParallelHashOpti
 /** A file's device and inode, as `dev:ino` (what a worker compares its open file with). @internal */
 export function identityOf(path: string): string {
   return identityKey(statSync(path, { bigint: true }));
+}
+
+function identityOrNull(path: string): string | null {
+  try {
+    return identityOf(path);
+  } catch {
+    return null;
+  }
 }
 
 function identityKey(id: { dev: bigint | string; ino: bigint | string }): string {
@@ -116,6 +139,7 @@ function runWorker(path: string, job: HashJob): { worker: Worker; answer: Promis
   const answer = new Promise<HashLine[]>((resolve, reject) => {
     worker.once('message', (answer: HashAnswer) => {
       if ('lines' in answer) resolve(answer.lines);
+      else if ('renamed' in answer) reject(new PathReplaced());
       else {
         const { code, message, offset } = answer.error;
         reject(code !== undefined ? new GgufError(code, message, offset ?? 0) : new Error(message));
