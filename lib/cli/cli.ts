@@ -15,6 +15,7 @@ import { progressBar, type ProgressBar } from './progress-bar.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
+import { closestName, commandHelp, commandHelpText, commandNames } from './usage.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -93,14 +94,30 @@ exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF 
 
 class UsageError extends Error {}
 
+/** The command being run, for a usage error's short usage. */
+let currentCommand: string | undefined;
+
 function run(argv: string[]): number {
   const [command, ...rest] = argv;
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
-    process.stdout.write(USAGE + '\n');
+    // `help COMMAND` as `COMMAND --help`.
+    const asked = command === 'help' ? rest[0] : undefined;
+    const text = asked === undefined ? undefined : commandHelpText(USAGE, asked);
+    process.stdout.write(text ?? USAGE + '\n');
     return command === undefined ? 1 : 0;
   }
   if (command === '--version' || command === '-v') {
     process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const commands = commandNames(USAGE);
+  if (!commands.includes(command)) {
+    const near = closestName(command, commands);
+    throw new UsageError(`unknown command '${command}'${near === undefined ? '' : ` (did you mean '${near}'?)`}; gguf-mmap --help lists the commands`);
+  }
+  currentCommand = command;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(commandHelpText(USAGE, command)!);
     return 0;
   }
   if (command === 'dequant') return dequant(rest);
@@ -367,7 +384,10 @@ function report(error: unknown): void {
     process.stderr.write(`gguf-mmap: ${error.code}: ${printable(error.message)}\n`);
     process.exitCode = NOT_POSSIBLE_HERE.has(error.code) ? 3 : TRANSFER_FAILED.has(error.code) ? 1 : 2;
   } else if (error instanceof UsageError) {
-    process.stderr.write(`gguf-mmap: ${printable(error.message)}\n${USAGE}\n`);
+    // One line, then the command's own synopsis (the whole text is --help's).
+    const help = currentCommand === undefined ? undefined : commandHelp(USAGE, currentCommand);
+    const usage = help === undefined ? '' : `usage: ${help.synopsis.join('\n       ')}\n(gguf-mmap ${currentCommand} --help for more)\n`;
+    process.stderr.write(`gguf-mmap: ${printable(error.message)}\n${usage}`);
     process.exitCode = 1;
   } else {
     process.stderr.write(`gguf-mmap: ${printable(error instanceof Error ? error.message : String(error))}\n`);

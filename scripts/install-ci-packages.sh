@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Debian's packages CI needs, installed by .ci/run alone (as root): the cross compilers and
+# emulators of the prebuilt binaries' checks (mingw-w64, aarch64 g++, qemu-user, wine), the
+# WebAssembly toolchain of scripts/build-wasm.sh, Python's filelock (a peer of the cache-lock
+# tests) and Chromium (the viewer's browser tests). No other script installs anything: each says
+# what it lacks.
+set -euo pipefail
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  echo "install-ci-packages: needs root and apt-get (Debian); install the packages below by hand" >&2
+  exit 1
+fi
+packages=(
+  python3-filelock python3-jinja2
+  g++-mingw-w64-x86-64 g++-aarch64-linux-gnu qemu-user wine64 wine
+  clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32
+  chromium
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-ci-packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
