@@ -4,7 +4,7 @@ import { partNameOf } from '../file/split.js';
 import { headerLengthGuess, parseLayout, type ParseLimits } from '../format/parse.js';
 import { splitPartName } from '../format/write-split.js';
 import { bearer, hubAuthorization, hubEndpoint, parseHubUri, resolveUrl } from './hub.js';
-import { RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
+import { eitherSignal, RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
 import { RemoteSource } from './remote-source.js';
 
 export interface OpenRemoteOptions extends RemoteOptions {
@@ -59,19 +59,23 @@ export async function openGgufRemote(uri: string, options: OpenRemoteOptions = {
   const sources: RemoteSource[] = new Array(part.count);
   sources[part.index - 1] = first;
   const todo = urls.map((u, i) => i).filter((i) => sources[i] === undefined);
+  // The first part to fail ends the others' requests (and starts no more): the set cannot open.
+  const stop = new AbortController();
+  const signal = eitherSignal(options.signal, stop.signal);
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    for (let i = todo.shift(); i !== undefined; i = todo.shift()) {
+    for (let i = todo.shift(); i !== undefined && failure === undefined; i = todo.shift()) {
       try {
-        sources[i] = await fetchHeader(new RangeClient(urls[i]!, clientOptions), PART_REQUEST_BYTES, options.limits);
+        sources[i] = await fetchHeader(new RangeClient(urls[i]!, clientOptions), PART_REQUEST_BYTES, options.limits, signal);
       } catch (error) {
-        if (error instanceof GgufError && error.code === 'HTTP_ERROR' && / 404$/.test(error.message.split(' (')[0]!)) {
-          throw new GgufError('SPLIT_PART_MISSING', `part ${i + 1} of the split model '${redactUrl(url)}' is missing (${error.message})`, 0);
-        }
-        throw error;
+        const missing = error instanceof GgufError && error.code === 'HTTP_ERROR' && / 404$/.test(error.message.split(' (')[0]!);
+        failure ??= { error: missing ? new GgufError('SPLIT_PART_MISSING', `part ${i + 1} of the split model '${redactUrl(url)}' is missing (${(error as Error).message})`, 0) : error };
+        stop.abort(failure.error);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(PART_CONCURRENCY, todo.length) }, worker));
+  if (failure !== undefined) throw failure.error;
   return new GgufFile(sources.map((source, i) => ({ source, path: redactUrl(urls[i]!) })), options.limits);
 }
 
@@ -79,8 +83,8 @@ export async function openGgufRemote(uri: string, options: OpenRemoteOptions = {
  * The header of the file `client` reads, in as few requests as the parser allows: `firstBytes`,
  * then (when it runs past them) as much more as the parser guesses the rest needs.
  */
-async function fetchHeader(client: RangeClient, firstBytes: number, limits: ParseLimits | undefined): Promise<RemoteSource> {
-  let bytes = await client.read(0, firstBytes);
+async function fetchHeader(client: RangeClient, firstBytes: number, limits: ParseLimits | undefined, signal?: AbortSignal): Promise<RemoteSource> {
+  let bytes = await client.read(0, firstBytes, signal);
   for (;;) {
     const size = client.size ?? bytes.byteLength;
     try {
@@ -94,7 +98,7 @@ async function fetchHeader(client: RangeClient, firstBytes: number, limits: Pars
       }
       // An eighth more than guessed, so that a guess a little short does not cost a third request.
       const want = Math.min(size, MAX_REMOTE_HEADER, Math.max(guess + (guess >> 3) + 65536, bytes.byteLength * 2));
-      const more = await client.read(bytes.byteLength, want - bytes.byteLength);
+      const more = await client.read(bytes.byteLength, want - bytes.byteLength, signal);
       const grown = new Uint8Array(bytes.byteLength + more.byteLength);
       grown.set(bytes);
       grown.set(more, bytes.byteLength);
