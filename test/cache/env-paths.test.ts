@@ -46,6 +46,7 @@ describe('paths from the environment', () => {
     expect(expandEnvPath('~gguf-mmap-no-such-user/x')).toBe('~gguf-mmap-no-such-user/x');
     expect(expandEnvPath('/a/~/b')).toBe('/a/~/b');
     // XDG_CACHE_HOME too, as huggingface_hub expands the HF_HOME it makes of it.
+    delete process.env.HF_HOME;
     process.env.XDG_CACHE_HOME = '~/xdg';
     expect(hfHome()).toBe(join(home, 'xdg', 'huggingface'));
   });
