@@ -35,6 +35,12 @@ function serve(repoPath: string, bytes: Uint8Array): Uint8Array {
   return bytes;
 }
 
+/** Polls `condition` every 20 ms up to `limitMs` (generous: a loaded machine is slow, never wrong). */
+async function eventually(condition: () => boolean, limitMs = 10_000): Promise<boolean> {
+  for (const end = Date.now() + limitMs; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (condition()) return true;
+  return condition();
+}
+
 const downloads = () => hub.log.filter((r) => r.server === 'cdn' && (r.status === 200 || r.status === 206));
 
 beforeEach(() => {
@@ -194,12 +200,19 @@ describe('real peers', () => {
       const bytes = serve('org/py/model.gguf', encodeGguf(spec()));
       const lock = join(cacheDir, '.locks', 'models--org--py', `${sha256(bytes)}.lock`);
       mkdirSync(join(cacheDir, '.locks', 'models--org--py'), { recursive: true });
-      // Python holds the lock for 1.5 s.
-      const holder = spawn(pythonBin, ['-c', `import filelock, time, sys\nwith filelock.FileLock(${JSON.stringify(lock)}):\n  print('locked', flush=True)\n  time.sleep(1.5)`]);
+      // Python holds the lock until told (a line on its stdin).
+      const holder = spawn(pythonBin, ['-c', `import filelock, sys\nwith filelock.FileLock(${JSON.stringify(lock)}):\n  print('locked', flush=True)\n  sys.stdin.readline()`]);
       await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
-      const start = performance.now();
-      await pullModel('hf:org/py/model.gguf', opts());
-      expect(performance.now() - start).toBeGreaterThan(1000);
+      let settled = false;
+      const pulling = pullModel('hf:org/py/model.gguf', opts()).finally(() => (settled = true));
+      // The pull has asked the Hub and come to the lock; a while later it still waits, nothing downloaded.
+      await eventually(() => hub.log.some((r) => r.server === 'hub'));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      expect(downloads()).toEqual([]);
+      holder.stdin.end('\n');
+      await pulling;
+      expect(downloads()).toHaveLength(1);
       // Ours held: Python's acquire times out.
       const r = await withFileLock(lock, async () => spawnSync(pythonBin, ['-c', `import filelock\ntry:\n  filelock.FileLock(${JSON.stringify(lock)}).acquire(timeout=0.3)\n  print('acquired')\nexcept filelock.Timeout:\n  print('timeout')`], { encoding: 'utf8' }));
       expect(r.stdout.trim()).toBe('timeout');
@@ -330,16 +343,20 @@ describe('pullModel against a hostile or broken server', () => {
 
   it('an abort ends a pull waiting for another of the same file at once', async () => {
     serve('org/queue/model.gguf', encodeGguf(spec(8, 1 << 18)));
-    hub.latencyMs = 400;
-    const first = pullModel('hf:org/queue/model.gguf', opts());
-    await new Promise((r) => setTimeout(r, 450)); // the first holds the lock now
+    // The first pull's download never gets a byte: it holds the lock until it is aborted.
+    hub.faults.cdn.push('stall');
+    const stopFirst = new AbortController();
+    const first = pullModel('hf:org/queue/model.gguf', { ...opts(), signal: stopFirst.signal }).catch((e: unknown) => e);
+    expect(await eventually(() => hub.log.some((r) => r.server === 'cdn'))).toBe(true);
     const controller = new AbortController();
     const second = pullModel('hf:org/queue/model.gguf', { ...opts(), signal: controller.signal });
-    const start = performance.now();
-    setTimeout(() => controller.abort(new Error('stop')), 50);
+    // The second has its answer from the Hub: it waits for the lock now (or is about to).
+    expect(await eventually(() => hub.log.filter((r) => r.server === 'hub').length === 2)).toBe(true);
+    controller.abort(new Error('stop'));
+    // Without the abort reaching the wait, this would wait as long as the first holds the lock: for ever.
     await expect(second).rejects.toThrow('stop');
-    expect(performance.now() - start).toBeLessThan(1000);
-    await first;
+    stopFirst.abort(new Error('done'));
+    expect(await first).toMatchObject({ message: 'done' });
   });
 
   it('a file listing cannot steer a request out of the repository; a 404 in modelForTests throws', async () => {
