@@ -27,14 +27,14 @@ const PART_CONCURRENCY = 4;
 const MAX_REMOTE_HEADER = 256 << 20;
 
 /** Where `uri` is served from and the credentials for it. */
-function target(uri: string, options: RemoteOptions): { url: string; authorization?: string; partUrl: (name: string) => string } {
+function target(uri: string, options: RemoteOptions): { url: string; authorization?: string; partUrl: (name: string, commit?: string) => string } {
   const hub = parseHubUri(uri);
   const url = hub === undefined ? uri : resolveUrl(hub);
   // A token goes to the Hub (or the mirror HF_ENDPOINT names) and to URLs given with { token };
   // hubToken() is read only for the Hub.
   const forHub = hub !== undefined || new URL(url).origin === new URL(hubEndpoint()).origin;
-  const partUrl = (name: string) => {
-    if (hub !== undefined) return resolveUrl({ ...hub, path: hub.path.replace(/[^/]*$/, name) });
+  const partUrl = (name: string, commit?: string) => {
+    if (hub !== undefined) return resolveUrl({ ...hub, path: hub.path.replace(/[^/]*$/, name), revision: commit ?? hub.revision });
     const u = new URL(url);
     u.pathname = u.pathname.replace(/[^/]*$/, encodeURIComponent(name));
     return u.href;
@@ -52,10 +52,13 @@ function target(uri: string, options: RemoteOptions): { url: string; authorizati
 export async function openGgufRemote(uri: string, options: OpenRemoteOptions = {}): Promise<GgufFile> {
   const { url, authorization, partUrl } = target(uri, options);
   const clientOptions = { ...options, authorization };
-  const first = await fetchHeader(new RangeClient(url, clientOptions), FIRST_REQUEST_BYTES, options.limits);
+  const firstClient = new RangeClient(url, clientOptions);
+  const first = await fetchHeader(firstClient, FIRST_REQUEST_BYTES, options.limits);
   const part = options.split === false ? undefined : partNameOf(new URL(url).pathname.split('/').pop() ?? '');
   if (part === undefined) return new GgufFile([{ source: first, path: redactUrl(url) }], options.limits, options.split === false ? undefined : 'named');
-  const urls = Array.from({ length: part.count }, (_, i) => partUrl(splitPartName(part.prefix, i + 1, part.count)));
+  // The other parts of a set on the Hub at the commit the first was read at: a branch that moves
+  // meanwhile cannot mix two commits.
+  const urls = Array.from({ length: part.count }, (_, i) => partUrl(splitPartName(part.prefix, i + 1, part.count), firstClient.commit));
   const sources: RemoteSource[] = new Array(part.count);
   sources[part.index - 1] = first;
   const todo = urls.map((u, i) => i).filter((i) => sources[i] === undefined);

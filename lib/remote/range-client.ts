@@ -72,8 +72,10 @@ export interface RequestInit {
  * `origin` only, never to a CDN or another host a redirect names. `resolved` is the last
  * temporary redirect's target (a CDN's signed URL), for later requests of the same file.
  */
-export async function request(url: string, init: RequestInit): Promise<{ response: Response; resolved?: string }> {
+export async function request(url: string, init: RequestInit): Promise<{ response: Response; resolved?: string; commit?: string }> {
   let resolved: string | undefined;
+  // The Hub names the commit a revision resolved to (X-Repo-Commit) on its answer, a redirect.
+  let commit: string | undefined;
   for (let hops = 0; ; hops++) {
     refuseCredentials(url, init.offset);
     if (hops > MAX_REDIRECTS) throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: more than ${MAX_REDIRECTS} redirects`, init.offset ?? 0);
@@ -85,7 +87,8 @@ export async function request(url: string, init: RequestInit): Promise<{ respons
     }
     const response = await init.fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', signal: init.signal });
     const location = response.headers.get('location');
-    if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved };
+    commit = response.headers.get('x-repo-commit') ?? commit;
+    if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved, commit };
     await response.body?.cancel();
     url = new URL(location, url).href;
     if (response.status === 302 || response.status === 303 || response.status === 307) resolved = url;
@@ -196,6 +199,8 @@ export class RangeClient {
   size: number | undefined;
   readonly stats: TransferStats = { requests: 0, bytes: 0 };
   private resolved: string | undefined;
+  /** The commit the Hub said the file's revision is at (X-Repo-Commit), once it has answered. */
+  commit: string | undefined;
   private readonly origin: string;
   private readonly fetchFn: typeof globalThis.fetch;
 
@@ -232,14 +237,15 @@ export class RangeClient {
       return this.fetchFn(input, options);
     };
     const init = { fetch: counted, origin: this.origin, authorization: this.options.authorization, headers: { ...this.options.headers, Range: range }, signal, offset };
-    let { response, resolved } = await request(this.resolved ?? this.url, init);
+    let { response, resolved, commit } = await request(this.resolved ?? this.url, init);
     // An expired signed URL: resolve it again from the original, once.
     if (response.status === 403 && this.resolved !== undefined) {
       await response.body?.cancel();
       this.resolved = undefined;
-      ({ response, resolved } = await request(this.url, init));
+      ({ response, resolved, commit } = await request(this.url, init));
     }
     if (resolved !== undefined) this.resolved = resolved;
+    if (commit !== undefined && /^[0-9a-f]{40}$/.test(commit)) this.commit ??= commit;
     return response;
   }
 

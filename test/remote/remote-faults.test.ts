@@ -98,6 +98,31 @@ describe('a split set by URL whose part fails (item 8)', () => {
   });
 });
 
+describe('a split set by hf: URI at one commit (as item 5 for pulls)', () => {
+  it("the branch moving after the first part is read: the other parts are read at the first part's commit", async () => {
+    const serveSet = (seed: number) => {
+      const paths = writeGgufSplit(join(tempDir(), 'c'), { ...spec(2, 64), tensors: spec(2, 64).tensors!.map((t) => ({ ...t, data: t.data!.map((b) => (b + seed) & 0xff) })) }, { maxTensors: 1 });
+      paths.forEach((p, i) => serve(`org/moving/c-0000${i + 1}-of-00002.gguf`, new Uint8Array(readFileSync(p))));
+    };
+    serveSet(0);
+    // The Hub's first answer moves the branch: the parts asked for later are of the new commit at main.
+    let moved = false;
+    const moving: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init);
+      if (!moved && String(input).startsWith(hub.endpoint)) {
+        moved = true;
+        hub.moveBranch('ab'.repeat(20));
+        serveSet(1);
+      }
+      return answer;
+    };
+    const g = await openGgufRemote('hf:org/moving/c-00001-of-00002.gguf', { ...opts, fetch: moving });
+    expect(moved).toBe(true);
+    // Part 2's tensor as the first commit has it (the second adds 1 to every byte).
+    expect(same(await g.tensor('t1')!.fetchBytes(), spec(2, 64).tensors![1]!.data!)).toBe(true);
+  });
+});
+
 describe('an empty file over HTTP (item 16)', () => {
   it('is TRUNCATED at byte 0, as the same file opened locally', async () => {
     const uri = serve('org/empty/empty.gguf', new Uint8Array(0));
