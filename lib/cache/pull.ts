@@ -286,7 +286,7 @@ function hubRequest<T>(url: string, options: PullOptions, method: string, read: 
       // A relative redirect is the Hub's own (a renamed repository): followed, as huggingface_hub
       // follows it; an absolute one (a CDN) is the answer, its Location the file's bytes.
       const location = response.headers.get('location');
-      if (response.status >= 300 && response.status < 400 && location !== null && isRelative(location) && hops < MAX_HUB_REDIRECTS) {
+      if (response.status >= 300 && response.status < 400 && location !== null && isRelative(location, target) && hops < MAX_HUB_REDIRECTS) {
         await response.body?.cancel();
         target = new URL(location, target).href;
         continue;
@@ -300,9 +300,9 @@ function hubRequest<T>(url: string, options: PullOptions, method: string, read: 
 // The most relative redirects of the Hub followed for one request.
 const MAX_HUB_REDIRECTS = 10;
 
-/** A Location with no scheme and no host: a path on the same server. */
-function isRelative(location: string): boolean {
-  return !/^[a-z][a-z0-9+.-]*:/i.test(location) && !location.startsWith('//') && !location.startsWith('\\\\');
+/** A Location with no scheme that stays on the same server (not `//host`, nor `/\\host`, which URL parsing makes a host). */
+function isRelative(location: string, from: string): boolean {
+  return !/^[a-z][a-z0-9+.-]*:/i.test(location) && new URL(location, from).origin === new URL(from).origin;
 }
 
 /** What the Hub says of a file: commit, blob name (etag), size, and where its bytes are served. */

@@ -1,4 +1,5 @@
 import { listCache, hubCacheDir } from '../cache/hf-cache.js';
+import { GgufError } from '../errors.js';
 import { pullModel, type PulledModel } from '../cache/pull.js';
 import { formatBytes, printable } from './inspect.js';
 
@@ -40,7 +41,7 @@ export const PULL_TRANSFER_FAILED: ReadonlySet<string> = new Set(['CHECKSUM_MISM
 
 /** The exit status `report()` gave `error`, corrected for a pull's transfer failures. */
 export function pullExitStatus(error: unknown, reported: number): number {
-  return error instanceof Error && PULL_TRANSFER_FAILED.has((error as { code?: string }).code ?? '') ? 1 : reported;
+  return error instanceof GgufError && PULL_TRANSFER_FAILED.has(error.code) ? 1 : reported;
 }
 
 /** `gguf-mmap cache`: the cached repositories, their files and sizes. */
