@@ -18,6 +18,8 @@ export type Fault =
   | '404'
   | 'corrupt' // one byte of the body changed (a checksum mismatch)
   | 'trickle' // the body 1 KiB at once, then 1 KiB every `trickleMs` (100 ms)
+  | 'stall' // no answer at all, until the client gives up (its connection closed)
+  | 'stall-body' // the headers and 1 KiB of the body, then nothing until the client gives up
   | 'loop'; // a redirect to itself
 
 export interface HubFileEntry {
@@ -31,6 +33,8 @@ export interface RequestLog {
   authorization: string | undefined;
   status: number;
   bytes: number;
+  /** Whether the client closed the connection before the answer was complete. */
+  abandoned: boolean;
 }
 
 export interface HubServer {
@@ -43,6 +47,15 @@ export interface HubServer {
   log: RequestLog[];
   /** Faults for the next requests, taken in order, per server ('hub' or 'cdn'). */
   faults: { hub: Fault[]; cdn: Fault[] };
+  /** A fault for one request by its path (asked before `faults`); undefined for none. */
+  faultFor: ((server: 'hub' | 'cdn', path: string) => Fault | undefined) | undefined;
+  /** Repositories renamed: the old name answers a relative 307 to the new one, as the Hub does. */
+  renamed: Map<string, string>;
+  /**
+   * Makes `commit` the branch's new head: the files served until now stay served at the old
+   * commit (`/resolve/<old commit>/...`); `files` is what the branch serves from now on.
+   */
+  moveBranch(commit: string): void;
   /** Milliseconds added before answering each request (a far-away server). */
   latencyMs: number;
   /** Milliseconds between the kibibytes of a 'trickle' body. */
@@ -70,20 +83,54 @@ export async function startHubServer(): Promise<HubServer> {
     trickleMs: 100,
     requireToken: undefined,
     signatureSeconds: 3600,
+    faultFor: undefined,
+    renamed: new Map(),
+    moveBranch: (commit: string) => {
+      history.set(state.commit, new Map(state.files));
+      state.commit = commit;
+    },
   };
+  // The files of earlier commits (moveBranch), by commit.
+  const history = new Map<string, Map<string, HubFileEntry>>();
   const blobs = new Map<string, Uint8Array>();
   const hub = createServer((req, res) => void later(state.latencyMs).then(() => answerHub(req, res)));
   const cdn = createServer((req, res) => void later(state.latencyMs).then(() => answerCdn(req, res)));
   const endpoint = await listen(hub);
   const cdnBase = await listen(cdn);
 
-  function logged(server: 'hub' | 'cdn', req: IncomingMessage, status: number, bytes: number): void {
-    state.log.push({ server, path: req.url ?? '', range: req.headers.range, authorization: req.headers.authorization, status, bytes });
+  function logged(server: 'hub' | 'cdn', req: IncomingMessage, status: number, bytes: number, res?: ServerResponse): RequestLog {
+    const entry: RequestLog = { server, path: req.url ?? '', range: req.headers.range, authorization: req.headers.authorization, status, bytes, abandoned: false };
+    state.log.push(entry);
+    res?.once('close', () => {
+      if (!res.writableFinished) entry.abandoned = true;
+    });
+    return entry;
+  }
+
+  /** The fault for this request: by its path first, else the next of the server's queue. */
+  function takeFault(server: 'hub' | 'cdn', req: IncomingMessage): Fault | undefined {
+    return state.faultFor?.(server, req.url ?? '') ?? state.faults[server].shift();
+  }
+
+  /** A 'stall': nothing sent; the request stays open until the client closes it. */
+  function stalled(server: 'hub' | 'cdn', req: IncomingMessage, res: ServerResponse, fault: Fault | undefined): boolean {
+    if (fault !== 'stall') return false;
+    logged(server, req, 0, 0, res);
+    res.on('error', () => {});
+    return true;
   }
 
   function answerHub(req: IncomingMessage, res: ServerResponse): void {
-    const fault = state.faults.hub.shift();
+    const fault = takeFault('hub', req);
     const url = new URL(req.url ?? '/', endpoint);
+    if (stalled('hub', req, res, fault)) return;
+    // A renamed repository: a relative redirect to the same request under the new name.
+    const named = /^(\/(?:api\/models\/)?)([^/]+\/[^/]+)(\/.*)$/.exec(url.pathname);
+    const renamedTo = named === null ? undefined : state.renamed.get(named[2]!);
+    if (named !== null && renamedTo !== undefined) {
+      res.setHeader('Location', `${named[1]}${renamedTo}${named[3]}${url.search}`);
+      return finish('hub', req, res, 307);
+    }
     // What @huggingface/hub asks first: POST /api/models/{repo}/paths-info/{rev} { paths }.
     const info = /^\/api\/models\/([^/]+\/[^/]+)\/paths-info\/([^/]+)$/.exec(url.pathname);
     if (info !== null && req.method === 'POST') {
@@ -113,7 +160,11 @@ export async function startHubServer(): Promise<HubServer> {
       return send('hub', req, res, 200, new TextEncoder().encode(JSON.stringify(listing)), undefined);
     }
     const m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
-    const entry = m === null ? undefined : state.files.get(`${m[1]}/${decodeURIComponent(m[3]!)}`);
+    // A commit of before moveBranch serves that commit's files; any other revision the branch's.
+    const old = m === null ? undefined : history.get(decodeURIComponent(m[2]!));
+    const files = old ?? state.files;
+    const commit = old === undefined ? state.commit : decodeURIComponent(m![2]!);
+    const entry = m === null ? undefined : files.get(`${m[1]}/${decodeURIComponent(m[3]!)}`);
     if (state.requireToken !== undefined && req.headers.authorization !== `Bearer ${state.requireToken}`) return finish('hub', req, res, 401);
     if (fault === 'loop') {
       res.setHeader('Location', url.pathname);
@@ -124,7 +175,7 @@ export async function startHubServer(): Promise<HubServer> {
     const etag = sha256(entry.bytes);
     blobs.set(etag, entry.bytes);
     const expires = Date.now() + state.signatureSeconds * 1000;
-    res.setHeader('X-Repo-Commit', state.commit);
+    res.setHeader('X-Repo-Commit', commit);
     res.setHeader('X-Linked-Etag', `"${etag}"`);
     res.setHeader('X-Linked-Size', String(entry.bytes.byteLength));
     res.setHeader('ETag', `"${etag}"`);
@@ -133,8 +184,9 @@ export async function startHubServer(): Promise<HubServer> {
   }
 
   function answerCdn(req: IncomingMessage, res: ServerResponse): void {
-    const fault = state.faults.cdn.shift();
+    const fault = takeFault('cdn', req);
     const url = new URL(req.url ?? '/', cdnBase);
+    if (stalled('cdn', req, res, fault)) return;
     const bytes = blobs.get(url.pathname.replace('/blobs/', ''));
     const expires = Number(url.searchParams.get('Expires'));
     if (bytes === undefined) return finish('cdn', req, res, 404);
@@ -164,7 +216,12 @@ export async function startHubServer(): Promise<HubServer> {
     res.statusCode = status;
     res.setHeader('Content-Length', String(body.byteLength));
     res.setHeader('Accept-Ranges', 'bytes');
-    logged(server, req, status, body.byteLength);
+    logged(server, req, status, body.byteLength, res);
+    res.on('error', () => {});
+    if (fault === 'stall-body') {
+      res.write(body.subarray(0, 1024));
+      return;
+    }
     if (fault === 'reset' || fault === 'short') {
       res.write(body.subarray(0, body.byteLength >> 1), () => (fault === 'reset' ? res.destroy() : res.socket?.end()));
       return;

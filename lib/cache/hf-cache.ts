@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
+import { expandEnvPath } from '../remote/env-path.js';
 import { hfHome } from '../remote/hub.js';
 import { join, relative } from 'node:path';
 
@@ -10,11 +11,13 @@ import { join, relative } from 'node:path';
  *   <root>/models--{org}--{name}/snapshots/<commit>/<path>    a relative symlink to the blob
  *   <root>/models--{org}--{name}/refs/<revision>              the commit the revision named
  *   <root>/.locks/models--{org}--{name}/<etag>.lock           the download's lock
- * Root: HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
- * ~/.cache/huggingface/hub.
+ * Root: HF_HUB_CACHE (HUGGINGFACE_HUB_CACHE, its old name), else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub; `~` and `$VAR` expanded as
+ * huggingface_hub expands them.
  */
 export function hubCacheDir(): string {
-  return process.env.HF_HUB_CACHE || join(hfHome(), 'hub');
+  const named = process.env.HF_HUB_CACHE || process.env.HUGGINGFACE_HUB_CACHE;
+  return named ? expandEnvPath(named) : join(hfHome(), 'hub');
 }
 
 const ETAG = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

@@ -6,7 +6,7 @@ import { GgufError } from '../errors.js';
 import { partNameOf } from '../file/split.js';
 import { splitPartName } from '../format/write-split.js';
 import { hubAuthorization, hubEndpoint, parseHubUri, REPO_PART, resolveUrl, type HubFile } from '../remote/hub.js';
-import { attemptsOf, checkRangeResponse, eitherSignal, httpError, redactUrl, request, safeMessage, sleep, throwIfRetryableStatus, withRetries, type RemoteOptions } from '../remote/range-client.js';
+import { attemptsOf, checkRangeResponse, CREDENTIALS_REFUSED, eitherSignal, httpError, redactUrl, refuseCredentials, request, safeMessage, sleep, throwIfRetryableStatus, withRetries, type RemoteOptions } from '../remote/range-client.js';
 import { withFileLock } from './file-lock.js';
 import { hubCacheDir, isBlobName, isCommit, RepoCache } from './hf-cache.js';
 
@@ -59,6 +59,9 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
   const cache = new RepoCache(root, file.repo);
   const part = partNameOf(basename(file.path));
   const paths = part === undefined ? [file.path] : Array.from({ length: part.count }, (_, i) => file.path.replace(/[^/]*$/, splitPartName(part.prefix, i + 1, part.count)));
+  // Every part of a split set at one commit: the revision resolved once, before any part.
+  const commit = part === undefined ? undefined : await setCommit(cache, file, paths, options);
+  const partRevision = commit ?? file.revision;
   const progress = new CombinedProgress(paths.length, options.onProgress);
   const results = new Array<{ path: string; commit: string; downloaded: number }>(paths.length);
   const todo = paths.map((_, i) => i);
@@ -72,7 +75,7 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
       const named = paths[i] === file.path;
       const partOptions = { ...options, signal, sha256: named ? options.sha256 : undefined };
       try {
-        results[i] = await pullFile(cache, { ...file, path: paths[i]! }, partOptions, (done, total) => progress.report(i, done, total));
+        results[i] = await pullFile(cache, { ...file, path: paths[i]!, revision: partRevision }, partOptions, (done, total) => progress.report(i, done, total));
       } catch (error) {
         firstError ??= { error: partError(error, named, i) };
         stop.abort(firstError.error);
@@ -87,6 +90,7 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
       : error;
   await Promise.allSettled(Array.from({ length: Math.min(PART_CONCURRENCY, paths.length) }, worker));
   if (firstError !== undefined) throw firstError.error;
+  if (commit !== undefined) cache.writeRef(file.revision, commit);
   return {
     path: results[0]!.path,
     parts: results.map((r) => r.path),
@@ -95,6 +99,33 @@ export async function pullModel(uri: string, options: PullOptions = {}): Promise
     commit: results[0]!.commit,
     downloaded: results.reduce((n, r) => n + r.downloaded, 0),
   };
+}
+
+/**
+ * The commit every part of a split set is pulled at: the one `file.revision` names in the cache
+ * when every part is there (and no refresh), else the Hub's answer for the named part (a branch
+ * that moves meanwhile cannot mix two commits); undefined to take each part from the cache
+ * (offline, or the Hub unreachable: pullFile falls back to the cache as huggingface_hub does).
+ */
+async function setCommit(cache: RepoCache, file: HubFile, paths: readonly string[], options: PullOptions): Promise<string | undefined> {
+  if (isCommit(file.revision)) return file.revision;
+  if (isOffline(options)) return undefined;
+  const cached = cache.commitOf(file.revision);
+  if (!options.refresh && cached !== undefined && paths.every((path) => cache.find(cached, path) !== undefined)) return cached;
+  try {
+    return (await fileMeta(file, options)).commit;
+  } catch (error) {
+    if (unreachable(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * A failure that says the Hub cannot be reached now (no connection, no answer, 429 or 5xx) rather
+ * than that the file is not there: a cached copy is used instead, as huggingface_hub uses it.
+ */
+function unreachable(error: unknown): boolean {
+  return error instanceof GgufError && (error.code === 'NETWORK_ERROR' || (error.code === 'HTTP_ERROR' && /HTTP (429|5\d\d)\b/.test(error.message)));
 }
 
 /** Progress of several downloads as one: the sum of bytes done over the sum of totals. */
@@ -129,20 +160,40 @@ async function resolveUri(uri: string, options: PullOptions, root: string): Prom
   if (!repo.split('/').every((p) => REPO_PART.test(p))) throw new TypeError(`pullModel: '${repo}' is not ORG/REPO`);
   const revision = quant[3] ?? options.revision ?? 'main';
   const cache = new RepoCache(root, repo);
-  const listed = isOffline(options) ? cache.cachedFiles(revision) : await listRepoFiles(repo, revision, options);
-  // Paths from the listing are the server's: only those that stay inside the repository.
-  const files = listed.filter((path) => {
+  const offline = isOffline(options);
+  let listed: string[];
+  try {
+    listed = offline ? cache.cachedFiles(revision) : await listRepoFiles(repo, revision, options);
+  } catch (error) {
+    // The Hub unreachable: the cached snapshot's files, as huggingface_hub falls back to them.
+    const cached = unreachable(error) ? pickQuant(insideRepo(repo, cache.cachedFiles(revision)), quant[2]!) : undefined;
+    if (cached === undefined) throw error;
+    return { repo, path: cached, revision };
+  }
+  const files = insideRepo(repo, listed);
+  const path = pickQuant(files, quant[2]!);
+  if (path === undefined) {
+    const ggufs = files.filter((f) => f.endsWith('.gguf'));
+    const shown = ggufs.length <= LISTED_IN_ERRORS ? ggufs.join(', ') : `${ggufs.slice(0, LISTED_IN_ERRORS).join(', ')} and ${ggufs.length - LISTED_IN_ERRORS} more`;
+    // Offline, a file not in the cache may well be on the Hub: NOT_CACHED, as for a /PATH.
+    if (offline) throw new GgufError('NOT_CACHED', `offline (HF_HUB_OFFLINE or { offline }) and no .gguf file of quantization ${quant[2]} of ${repo}@${revision} is in the cache (${cache.folder}); cached: ${shown || 'none'}`, 0);
+    throw new GgufError('FILE_NOT_FOUND', `no .gguf file of quantization ${quant[2]} in ${repo}@${revision}; files: ${shown || 'none'}`, 0);
+  }
+  return { repo, path, revision };
+}
+
+// The most file names an error lists.
+const LISTED_IN_ERRORS = 20;
+
+/** Paths from a listing (the server's) or the cache that stay inside the repository. */
+function insideRepo(repo: string, paths: readonly string[]): string[] {
+  return paths.filter((path) => {
     try {
       return parseHubUri(`hf:${repo}/${path}`) !== undefined;
     } catch {
       return false;
     }
   });
-  const path = pickQuant(files, quant[2]!);
-  if (path === undefined) {
-    throw new GgufError('FILE_NOT_FOUND', `no .gguf file of quantization ${quant[2]} in ${repo}@${revision}${isOffline(options) ? ' (offline: looked in the cache only)' : ''}; files: ${files.filter((f) => f.endsWith('.gguf')).join(', ') || 'none'}`, 0);
-  }
-  return { repo, path, revision };
 }
 
 /** The repository's files at `revision` (the Hub's tree listing). */
@@ -152,24 +203,24 @@ async function listRepoFiles(repo: string, revision: string, options: PullOption
   // Pages as the Hub links them (Link: <...>; rel="next"), up to a bound.
   for (let page = 0; url !== undefined && page < MAX_LISTING_PAGES; page++) {
     const listingUrl: string = url;
-    const { entries, link } = await hubRequest(listingUrl, options, 'GET', async (response) => {
+    const { entries, link, from } = await hubRequest(listingUrl, options, 'GET', async (response, touch, from) => {
       if (!response.ok) {
         await response.body?.cancel();
-        throw new GgufError('HTTP_ERROR', `${redactUrl(listingUrl)}: HTTP ${response.status}`, 0);
+        throw new GgufError('HTTP_ERROR', `${redactUrl(from)}: HTTP ${response.status}`, 0);
       }
-      const text = await response.text();
+      const text = await boundedText(response, redactUrl(from), MAX_LISTING_PAGE_BYTES, touch);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {
         parsed = undefined;
       }
-      if (!Array.isArray(parsed)) throw new GgufError('BAD_RESPONSE', `${redactUrl(listingUrl)}: the file listing is not a JSON list`, 0);
-      return { entries: parsed as Array<{ type?: unknown; path?: unknown } | null>, link: response.headers.get('link') };
+      if (!Array.isArray(parsed)) throw new GgufError('BAD_RESPONSE', `${redactUrl(from)}: the file listing is not a JSON list`, 0);
+      return { entries: parsed as Array<{ type?: unknown; path?: unknown } | null>, link: response.headers.get('link'), from };
     });
     for (const e of entries) if (e?.type === 'file' && typeof e.path === 'string') paths.push(e.path);
     const next = /<([^>]+)>;\s*rel="next"/.exec(link ?? '')?.[1];
-    url = next === undefined ? undefined : new URL(next, url).href;
+    url = next === undefined ? undefined : new URL(next, from).href;
     if (url !== undefined && new URL(url).origin !== new URL(hubEndpoint()).origin) url = undefined;
   }
   return paths;
@@ -177,11 +228,44 @@ async function listRepoFiles(repo: string, revision: string, options: PullOption
 
 // The most pages of a repository's file listing read (a thousand files each on the Hub).
 const MAX_LISTING_PAGES = 100;
+/**
+ * The longest page of a file listing read (the Hub's thousand entries are some 300 KB): a longer
+ * one is BAD_RESPONSE rather than a body read whole into memory, however large.
+ */
+export const MAX_LISTING_PAGE_BYTES = 8 << 20;
 
-/** The file of quantization `quant` (a name part such as Q4_K_M, any case): a single file, else part 1 of a set. */
+/** A response's body as text, up to `limit` bytes (BAD_RESPONSE past it, the rest not read). */
+async function boundedText(response: Response, where: string, limit: number, touch: () => void): Promise<string> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return '';
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      touch();
+      length += value.byteLength;
+      if (length > limit) throw new GgufError('BAD_RESPONSE', `${where}: a page of the file listing is longer than ${limit} bytes`, 0);
+      pieces.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return Buffer.concat(pieces, length).toString('utf8');
+}
+
+/**
+ * The file of quantization `quant` (a name part such as Q4_K_M, any case): a single file, else
+ * part 1 of a set. A multimodal projector (a file named mmproj*) is no model: it is picked only
+ * when `quant` asks for one (`mmproj-F16`, `mmproj`), as llama.cpp's -hf keeps it apart.
+ */
 export function pickQuant(files: readonly string[], quant: string): string | undefined {
-  const wanted = new RegExp(`(^|[-._/])${quant.replace(/[.]/g, '\\.')}([-._]|$)`, 'i');
-  const matches = files.filter((f) => f.endsWith('.gguf') && wanted.test(basename(f).replace(/\.gguf$/, '')));
+  const projector = /^mmproj(?:[-._]|$)/i.test(quant);
+  const name = projector ? quant.replace(/^mmproj[-._]?/i, '') : quant;
+  const wanted = new RegExp(`(^|[-._/])${name.replace(/[.]/g, '\\.')}([-._]|$)`, 'i');
+  const isProjector = (f: string) => /(^|[-._])mmproj([-._]|$)/i.test(basename(f));
+  const matches = files.filter((f) => f.endsWith('.gguf') && isProjector(f) === projector && (name === '' || wanted.test(basename(f).replace(/\.gguf$/, ''))));
   return matches.find((f) => partNameOf(basename(f)) === undefined) ?? matches.find((f) => partNameOf(basename(f))?.index === 1);
 }
 
@@ -190,16 +274,35 @@ export function pickQuant(files: readonly string[], quant: string): string | und
  * answer, tried again as a range is (withRetries: a failed or broken connection, no answer within
  * `timeoutMs`, 429 and 5xx); what `read` throws as a GgufError is final.
  */
-function hubRequest<T>(url: string, options: PullOptions, method: string, read: (response: Response) => Promise<T>): Promise<T> {
+function hubRequest<T>(url: string, options: PullOptions, method: string, read: (response: Response, touch: () => void, from: string) => Promise<T>): Promise<T> {
   const authorization = hubAuthorization(options.token);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers: Record<string, string> = authorization === undefined ? {} : { Authorization: authorization };
-  const where = redactUrl(url);
-  return withRetries(options, options.signal, where, 0, async (signal) => {
-    const response = await fetchFn(url, { method, headers, redirect: 'manual', signal });
-    await throwIfRetryableStatus(response, where, 0);
-    return read(response);
+  return withRetries(options, options.signal, redactUrl(url), 0, async (signal, touch) => {
+    for (let target = url, hops = 0; ; hops++) {
+      refuseCredentials(target);
+      const response = await fetchFn(target, { method, headers, redirect: 'manual', signal });
+      touch();
+      // A relative redirect is the Hub's own (a renamed repository): followed, as huggingface_hub
+      // follows it; an absolute one (a CDN) is the answer, its Location the file's bytes.
+      const location = response.headers.get('location');
+      if (response.status >= 300 && response.status < 400 && location !== null && isRelative(location, target) && hops < MAX_HUB_REDIRECTS) {
+        await response.body?.cancel();
+        target = new URL(location, target).href;
+        continue;
+      }
+      await throwIfRetryableStatus(response, redactUrl(target), 0);
+      return read(response, touch, target);
+    }
   });
+}
+
+// The most relative redirects of the Hub followed for one request.
+const MAX_HUB_REDIRECTS = 10;
+
+/** A Location with no scheme that stays on the same server (not `//host`, nor `/\\host`, which URL parsing makes a host). */
+function isRelative(location: string, from: string): boolean {
+  return !/^[a-z][a-z0-9+.-]*:/i.test(location) && new URL(location, from).origin === new URL(from).origin;
 }
 
 /** What the Hub says of a file: commit, blob name (etag), size, and where its bytes are served. */
@@ -211,10 +314,9 @@ interface FileMeta {
 }
 
 async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> {
-  const url = resolveUrl(file);
-  const response = await hubRequest(url, options, 'HEAD', async (answer) => {
+  const { response, url } = await hubRequest(resolveUrl(file), options, 'HEAD', async (answer, _touch, from) => {
     await answer.body?.cancel();
-    return answer;
+    return { response: answer, url: from };
   });
   if (response.status >= 400) throw httpError(response.status, redactUrl(url), 0);
   const header = (name: string) => response.headers.get(name)?.replace(/^W\//, '').replace(/"/g, '') ?? undefined;
@@ -231,16 +333,26 @@ async function fileMeta(file: HubFile, options: PullOptions): Promise<FileMeta> 
 
 /** One file into the cache: its snapshot path, commit and the bytes downloaded. */
 async function pullFile(cache: RepoCache, file: HubFile, options: PullOptions, onProgress: (done: number, total: number) => void): Promise<{ path: string; commit: string; downloaded: number }> {
-  const cached = options.refresh ? undefined : cache.find(file.revision, file.path);
-  if (cached !== undefined || isOffline(options)) {
+  const cached = cache.find(file.revision, file.path);
+  const fromCache = (found: { path: string; commit: string }) => {
+    const size = statSync(found.path).size;
+    onProgress(size, size);
+    return { ...found, downloaded: 0 };
+  };
+  if ((cached !== undefined && !options.refresh) || isOffline(options)) {
     if (cached === undefined) {
       throw new GgufError('NOT_CACHED', `offline (HF_HUB_OFFLINE or { offline }) and ${file.repo}/${file.path}@${file.revision} is not in the cache (${cache.folder}: ${cache.commitOf(file.revision) === undefined ? `no refs/${file.revision}` : 'no such file in its snapshot'})`, 0);
     }
-    const size = statSync(cached.path).size;
-    onProgress(size, size);
-    return { ...cached, downloaded: 0 };
+    return fromCache(cached);
   }
-  const meta = await fileMeta(file, options);
+  let meta: FileMeta;
+  try {
+    meta = await fileMeta(file, options);
+  } catch (error) {
+    // A refresh with the Hub unreachable: the cached copy, as huggingface_hub returns it.
+    if (cached !== undefined && unreachable(error)) return fromCache(cached);
+    throw error;
+  }
   const blob = cache.blobPath(meta.etag);
   let downloaded = 0;
   if (!hasBlob(blob, meta.size)) {
@@ -280,7 +392,7 @@ async function download(cache: RepoCache, file: HubFile, first: FileMeta, option
       break;
     } catch (error) {
       if (!(error instanceof GgufError) || !['NETWORK_ERROR', 'BAD_RESPONSE', 'HTTP_ERROR'].includes(error.code) || attempt >= attempts) throw error;
-      if (/HTTP (401|404)\b/.test(error.message)) throw error;
+      if (/HTTP (401|404)\b/.test(error.message) || error.message.includes(CREDENTIALS_REFUSED)) throw error;
       // An expired signed URL (403), or any other failure: ask the Hub again, then resume.
       await sleep(delay, options.signal);
       delay *= 2;

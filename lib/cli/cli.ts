@@ -6,7 +6,7 @@ import type { DequantBackend } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
-import { cacheListing, runPull } from './pull-command.js';
+import { cacheListing, pullExitStatus, runPull } from './pull-command.js';
 import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
 import { mergeModel, splitModel } from '../edit/split-model.js';
 import { EditUsageError, runEdit } from './edit-command.js';
@@ -202,7 +202,10 @@ function pull(args: string[]): number {
     }
   }
   if (positional.length !== 1) throw new UsageError('pull takes one URI');
-  runPull(positional[0]!, options, process.stderr.isTTY ? process.stderr : undefined).catch(report);
+  runPull(positional[0]!, options, process.stderr.isTTY ? process.stderr : undefined).catch((error: unknown) => {
+    report(error);
+    process.exitCode = pullExitStatus(error, Number(process.exitCode));
+  });
   return 0;
 }
 

@@ -1,4 +1,5 @@
 import { listCache, hubCacheDir } from '../cache/hf-cache.js';
+import { GgufError } from '../errors.js';
 import { pullModel, type PulledModel } from '../cache/pull.js';
 import { formatBytes, printable } from './inspect.js';
 
@@ -26,8 +27,21 @@ export async function runPull(uri: string, options: { revision?: string; cacheDi
   const what = pulled.downloaded === 0 ? 'cached' : `downloaded ${formatBytes(pulled.downloaded)} in ${seconds.toFixed(1)} s (${(pulled.downloaded / 1e6 / Math.max(1e-3, seconds)).toFixed(1)} MB/s)`;
   const parts = pulled.parts.length > 1 ? `, ${pulled.parts.length} parts` : '';
   process.stderr.write(`${printable(pulled.repo)}@${printable(pulled.revision)} (${pulled.commit.slice(0, 10)}${parts}): ${what}\n`);
-  process.stdout.write(`${pulled.path}\n`);
+  // The path comes from the server's file name (hf:ORG/REPO:QUANT): escaped as inspect escapes,
+  // so no byte of it drives the terminal and the path stays one line, the last.
+  process.stdout.write(`${printable(pulled.path)}\n`);
   return pulled;
+}
+
+/**
+ * Codes of a pull that mean the transfer failed (exit 1, as the other transfer failures), not
+ * that a file is invalid: the bytes did not match, changed, or a part of the set is not there.
+ */
+export const PULL_TRANSFER_FAILED: ReadonlySet<string> = new Set(['CHECKSUM_MISMATCH', 'FILE_CHANGED', 'SPLIT_PART_MISSING']);
+
+/** The exit status `report()` gave `error`, corrected for a pull's transfer failures. */
+export function pullExitStatus(error: unknown, reported: number): number {
+  return error instanceof GgufError && PULL_TRANSFER_FAILED.has(error.code) ? 1 : reported;
 }
 
 /** `gguf-mmap cache`: the cached repositories, their files and sizes. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { expandEnvPath } from './env-path.js';
 
 /** A file in a Hugging Face repository: `hf:org/repo/path/to/file.gguf[@revision]`. */
 export interface HubFile {
@@ -49,7 +50,7 @@ export function resolveUrl(file: HubFile, endpoint = hubEndpoint()): string {
 export function hubToken(): string | undefined {
   const fromEnv = process.env.HF_TOKEN?.trim();
   if (fromEnv) return checkedToken(fromEnv, 'HF_TOKEN');
-  const path = process.env.HF_TOKEN_PATH || join(hfHome(), 'token');
+  const path = process.env.HF_TOKEN_PATH ? expandEnvPath(process.env.HF_TOKEN_PATH) : join(hfHome(), 'token');
   let text: string;
   try {
     text = readFileSync(path, 'utf8').trim();
@@ -59,9 +60,12 @@ export function hubToken(): string | undefined {
   return text === '' ? undefined : checkedToken(text, path);
 }
 
-/** huggingface_hub's home: HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface. */
+/**
+ * huggingface_hub's home: HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface;
+ * `~` and `$VAR` expanded as huggingface_hub expands them.
+ */
 export function hfHome(): string {
-  return process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
+  return expandEnvPath(process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface'));
 }
 
 /** The Authorization header for the Hub: `token` if given, else hubToken()'s; undefined for none. */

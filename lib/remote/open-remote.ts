@@ -4,7 +4,7 @@ import { partNameOf } from '../file/split.js';
 import { headerLengthGuess, parseLayout, type ParseLimits } from '../format/parse.js';
 import { splitPartName } from '../format/write-split.js';
 import { bearer, hubAuthorization, hubEndpoint, parseHubUri, resolveUrl } from './hub.js';
-import { RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
+import { eitherSignal, RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
 import { RemoteSource } from './remote-source.js';
 
 export interface OpenRemoteOptions extends RemoteOptions {
@@ -27,14 +27,14 @@ const PART_CONCURRENCY = 4;
 const MAX_REMOTE_HEADER = 256 << 20;
 
 /** Where `uri` is served from and the credentials for it. */
-function target(uri: string, options: RemoteOptions): { url: string; authorization?: string; partUrl: (name: string) => string } {
+function target(uri: string, options: RemoteOptions): { url: string; authorization?: string; partUrl: (name: string, commit?: string) => string } {
   const hub = parseHubUri(uri);
   const url = hub === undefined ? uri : resolveUrl(hub);
   // A token goes to the Hub (or the mirror HF_ENDPOINT names) and to URLs given with { token };
   // hubToken() is read only for the Hub.
   const forHub = hub !== undefined || new URL(url).origin === new URL(hubEndpoint()).origin;
-  const partUrl = (name: string) => {
-    if (hub !== undefined) return resolveUrl({ ...hub, path: hub.path.replace(/[^/]*$/, name) });
+  const partUrl = (name: string, commit?: string) => {
+    if (hub !== undefined) return resolveUrl({ ...hub, path: hub.path.replace(/[^/]*$/, name), revision: commit ?? hub.revision });
     const u = new URL(url);
     u.pathname = u.pathname.replace(/[^/]*$/, encodeURIComponent(name));
     return u.href;
@@ -52,26 +52,33 @@ function target(uri: string, options: RemoteOptions): { url: string; authorizati
 export async function openGgufRemote(uri: string, options: OpenRemoteOptions = {}): Promise<GgufFile> {
   const { url, authorization, partUrl } = target(uri, options);
   const clientOptions = { ...options, authorization };
-  const first = await fetchHeader(new RangeClient(url, clientOptions), FIRST_REQUEST_BYTES, options.limits);
+  const firstClient = new RangeClient(url, clientOptions);
+  const first = await fetchHeader(firstClient, FIRST_REQUEST_BYTES, options.limits);
   const part = options.split === false ? undefined : partNameOf(new URL(url).pathname.split('/').pop() ?? '');
   if (part === undefined) return new GgufFile([{ source: first, path: redactUrl(url) }], options.limits, options.split === false ? undefined : 'named');
-  const urls = Array.from({ length: part.count }, (_, i) => partUrl(splitPartName(part.prefix, i + 1, part.count)));
+  // The other parts of a set on the Hub at the commit the first was read at: a branch that moves
+  // meanwhile cannot mix two commits.
+  const urls = Array.from({ length: part.count }, (_, i) => partUrl(splitPartName(part.prefix, i + 1, part.count), firstClient.commit));
   const sources: RemoteSource[] = new Array(part.count);
   sources[part.index - 1] = first;
   const todo = urls.map((u, i) => i).filter((i) => sources[i] === undefined);
+  // The first part to fail ends the others' requests (and starts no more): the set cannot open.
+  const stop = new AbortController();
+  const signal = eitherSignal(options.signal, stop.signal);
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    for (let i = todo.shift(); i !== undefined; i = todo.shift()) {
+    for (let i = todo.shift(); i !== undefined && failure === undefined; i = todo.shift()) {
       try {
-        sources[i] = await fetchHeader(new RangeClient(urls[i]!, clientOptions), PART_REQUEST_BYTES, options.limits);
+        sources[i] = await fetchHeader(new RangeClient(urls[i]!, clientOptions), PART_REQUEST_BYTES, options.limits, signal);
       } catch (error) {
-        if (error instanceof GgufError && error.code === 'HTTP_ERROR' && / 404$/.test(error.message.split(' (')[0]!)) {
-          throw new GgufError('SPLIT_PART_MISSING', `part ${i + 1} of the split model '${redactUrl(url)}' is missing (${error.message})`, 0);
-        }
-        throw error;
+        const missing = error instanceof GgufError && error.code === 'HTTP_ERROR' && / 404$/.test(error.message.split(' (')[0]!);
+        failure ??= { error: missing ? new GgufError('SPLIT_PART_MISSING', `part ${i + 1} of the split model '${redactUrl(url)}' is missing (${(error as Error).message})`, 0) : error };
+        stop.abort(failure.error);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(PART_CONCURRENCY, todo.length) }, worker));
+  if (failure !== undefined) throw failure.error;
   return new GgufFile(sources.map((source, i) => ({ source, path: redactUrl(urls[i]!) })), options.limits);
 }
 
@@ -79,8 +86,8 @@ export async function openGgufRemote(uri: string, options: OpenRemoteOptions = {
  * The header of the file `client` reads, in as few requests as the parser allows: `firstBytes`,
  * then (when it runs past them) as much more as the parser guesses the rest needs.
  */
-async function fetchHeader(client: RangeClient, firstBytes: number, limits: ParseLimits | undefined): Promise<RemoteSource> {
-  let bytes = await client.read(0, firstBytes);
+async function fetchHeader(client: RangeClient, firstBytes: number, limits: ParseLimits | undefined, signal?: AbortSignal): Promise<RemoteSource> {
+  let bytes = await client.read(0, firstBytes, signal);
   for (;;) {
     const size = client.size ?? bytes.byteLength;
     try {
@@ -94,7 +101,7 @@ async function fetchHeader(client: RangeClient, firstBytes: number, limits: Pars
       }
       // An eighth more than guessed, so that a guess a little short does not cost a third request.
       const want = Math.min(size, MAX_REMOTE_HEADER, Math.max(guess + (guess >> 3) + 65536, bytes.byteLength * 2));
-      const more = await client.read(bytes.byteLength, want - bytes.byteLength);
+      const more = await client.read(bytes.byteLength, want - bytes.byteLength, signal);
       const grown = new Uint8Array(bytes.byteLength + more.byteLength);
       grown.set(bytes);
       grown.set(more, bytes.byteLength);

@@ -10,12 +10,22 @@ export interface RemoteOptions {
   token?: string;
   /** Aborts every request; the promise rejects with the signal's reason. */
   signal?: AbortSignal;
-  /** Milliseconds one request may take, from sending it to its last body byte (default 30,000). */
+  /**
+   * Milliseconds a request may go with nothing received (no answer yet, or no next byte of its
+   * body) before it is given up and tried again, from the bytes it has (default 30,000). A slow
+   * but steady transfer is never cut off.
+   */
   timeoutMs?: number;
   /** Attempts for a request that fails with 429, 5xx or a broken connection (default 4). */
   attempts?: number;
   /** First backoff between attempts, doubled each time, unless the server says Retry-After (default 500 ms). */
   backoffMs?: number;
+}
+
+/** A range read's bytes so far, kept across its attempts. */
+interface Received {
+  out: Uint8Array | undefined;
+  filled: number;
 }
 
 /** Requests made and bytes received, for benchmarks and tests. */
@@ -62,9 +72,12 @@ export interface RequestInit {
  * `origin` only, never to a CDN or another host a redirect names. `resolved` is the last
  * temporary redirect's target (a CDN's signed URL), for later requests of the same file.
  */
-export async function request(url: string, init: RequestInit): Promise<{ response: Response; resolved?: string }> {
+export async function request(url: string, init: RequestInit): Promise<{ response: Response; resolved?: string; commit?: string }> {
   let resolved: string | undefined;
+  // The Hub names the commit a revision resolved to (X-Repo-Commit) on its answer, a redirect.
+  let commit: string | undefined;
   for (let hops = 0; ; hops++) {
+    refuseCredentials(url, init.offset);
     if (hops > MAX_REDIRECTS) throw new GgufError('NETWORK_ERROR', `${redactUrl(url)}: more than ${MAX_REDIRECTS} redirects`, init.offset ?? 0);
     const headers: Record<string, string> = { ...init.headers, 'Accept-Encoding': 'identity' };
     if (new URL(url).origin === init.origin) {
@@ -74,7 +87,8 @@ export async function request(url: string, init: RequestInit): Promise<{ respons
     }
     const response = await init.fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', signal: init.signal });
     const location = response.headers.get('location');
-    if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved };
+    commit = response.headers.get('x-repo-commit') ?? commit;
+    if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved, commit };
     await response.body?.cancel();
     url = new URL(location, url).href;
     if (response.status === 302 || response.status === 303 || response.status === 307) resolved = url;
@@ -92,31 +106,78 @@ class Retryable extends Error {
 }
 
 /**
- * `once` tried up to `attempts` times, each given a signal with its own `timeoutMs`: a Retryable
- * (throwIfRetryableStatus, a body cut short), a connection that fails or breaks, and no answer in
- * time are tried again after the backoff (doubling from `backoffMs`) or the server's Retry-After;
- * any other GgufError, or `signal` aborting, ends it at once.
+ * A timer that aborts its signal once nothing has been received for `ms`: each `touch()` (a
+ * response's headers, a piece of its body) starts the wait again.
  */
-export async function withRetries<T>(options: RemoteOptions, signal: AbortSignal | undefined, where: string, offset: number, once: (signal: AbortSignal) => Promise<T>): Promise<T> {
+class IdleTimeout {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => this.controller.abort(), ms);
+    this.timer.unref?.();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  readonly touch = (): void => {
+    if (!this.controller.signal.aborted) this.timer.refresh();
+  };
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * `once` tried up to `attempts` times, each given a signal that aborts when nothing has been
+ * received for `timeoutMs` (`once` calls `touch` as bytes arrive, so a slow but steady transfer
+ * is never cut off): a Retryable (throwIfRetryableStatus, a body cut short), a connection that
+ * fails or breaks, and such a stall are tried again after the backoff (doubling from `backoffMs`)
+ * or the server's Retry-After; any other GgufError, or `signal` aborting, ends it at once.
+ */
+export async function withRetries<T>(options: RemoteOptions, signal: AbortSignal | undefined, where: string, offset: number, once: (signal: AbortSignal, touch: () => void) => Promise<T>): Promise<T> {
   const attempts = attemptsOf(options);
   const timeoutMs = options.timeoutMs ?? 30_000;
   let delay = options.backoffMs ?? 500;
   for (let attempt = 1; ; attempt++) {
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const idle = new IdleTimeout(timeoutMs);
     let failure: Retryable;
     try {
-      return await once(eitherSignal(signal, timeout));
+      return await once(eitherSignal(signal, idle.signal), idle.touch);
     } catch (error) {
       signal?.throwIfAborted();
-      if (timeout.aborted) failure = new Retryable(new GgufError('NETWORK_ERROR', `${where}: no answer within ${timeoutMs} ms`, offset));
+      if (idle.signal.aborted) failure = new Retryable(new GgufError('NETWORK_ERROR', `${where}: no byte within ${timeoutMs} ms`, offset));
       else if (error instanceof Retryable) failure = error;
       else if (error instanceof GgufError) throw error;
       // fetch's TypeError: the connection failed or was reset.
       else failure = new Retryable(new GgufError('NETWORK_ERROR', `${where}: ${safeMessage(error)}${causeOf(error)}`, offset));
+    } finally {
+      idle.clear();
     }
     if (attempt >= attempts) throw failure.error;
     await sleep(failure.retryAfterMs ?? delay, signal);
     delay *= 2;
+  }
+}
+
+export const CREDENTIALS_REFUSED = 'the URL carries a user name or password';
+
+/**
+ * A URL with a user name or password: fetch refuses it (a TypeError quoting it, password and
+ * all), so it is refused here, before any request, with the credentials left out; never retried.
+ */
+export function refuseCredentials(url: string, offset = 0): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return; // fetch says what is wrong with it
+  }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new GgufError('HTTP_ERROR', `${redactUrl(url)}: ${CREDENTIALS_REFUSED}, which fetch does not send (not shown here); give a token ({ token }, HF_TOKEN) or an Authorization header instead`, offset);
   }
 }
 
@@ -138,6 +199,8 @@ export class RangeClient {
   size: number | undefined;
   readonly stats: TransferStats = { requests: 0, bytes: 0 };
   private resolved: string | undefined;
+  /** The commit the Hub said the file's revision is at (X-Repo-Commit), once it has answered. */
+  commit: string | undefined;
   private readonly origin: string;
   private readonly fetchFn: typeof globalThis.fetch;
 
@@ -151,13 +214,19 @@ export class RangeClient {
     this.fetchFn = options.fetch ?? globalThis.fetch;
   }
 
-  /** Bytes [offset, offset + length) of the file; fewer only where the file ends first. */
+  /**
+   * Bytes [offset, offset + length) of the file; fewer only where the file ends first. An attempt
+   * that breaks or stalls part way keeps what it received: the next asks for the rest only.
+   */
   read(offset: number, length: number, signal = this.options.signal): Promise<Uint8Array> {
-    return withRetries(this.options, signal, redactUrl(this.url), offset, async (attemptSignal) => {
+    const got: Received = { out: undefined, filled: 0 };
+    return withRetries(this.options, signal, redactUrl(this.url), offset, async (attemptSignal, touch) => {
       const end = this.size === undefined ? offset + length : Math.min(offset + length, this.size);
-      if (end <= offset) return new Uint8Array(0);
-      const response = await this.get(`bytes=${offset}-${end - 1}`, attemptSignal, offset);
-      return this.body(response, offset, end, attemptSignal);
+      const from = offset + got.filled;
+      if (end <= from) return got.out?.subarray(0, got.filled) ?? new Uint8Array(0);
+      const response = await this.get(`bytes=${from}-${end - 1}`, attemptSignal, from);
+      touch();
+      return this.body(response, offset, end, got, attemptSignal, touch);
     });
   }
 
@@ -168,56 +237,69 @@ export class RangeClient {
       return this.fetchFn(input, options);
     };
     const init = { fetch: counted, origin: this.origin, authorization: this.options.authorization, headers: { ...this.options.headers, Range: range }, signal, offset };
-    let { response, resolved } = await request(this.resolved ?? this.url, init);
+    let { response, resolved, commit } = await request(this.resolved ?? this.url, init);
     // An expired signed URL: resolve it again from the original, once.
     if (response.status === 403 && this.resolved !== undefined) {
       await response.body?.cancel();
       this.resolved = undefined;
-      ({ response, resolved } = await request(this.url, init));
+      ({ response, resolved, commit } = await request(this.url, init));
     }
     if (resolved !== undefined) this.resolved = resolved;
+    if (commit !== undefined && /^[0-9a-f]{40}$/.test(commit)) this.commit ??= commit;
     return response;
   }
 
-  /** The bytes [offset, end) from `response`, checked against what was asked. */
-  private async body(response: Response, offset: number, end: number, signal: AbortSignal): Promise<Uint8Array> {
+  /**
+   * The bytes [offset, end) into `got`, from `response` to a request for [offset + got.filled,
+   * end), checked against what was asked; what arrives before a failure stays in `got`.
+   */
+  private async body(response: Response, offset: number, end: number, got: Received, signal: AbortSignal, touch: () => void): Promise<Uint8Array> {
     const where = redactUrl(this.url);
-    await throwIfRetryableStatus(response, where, offset);
+    const from = offset + got.filled;
+    await throwIfRetryableStatus(response, where, from);
     if (response.status === 416) {
       await response.body?.cancel();
-      throw new GgufError('BAD_RESPONSE', `${where}: range ${offset}-${end - 1} is past the end of the file (HTTP 416)`, offset);
+      // `bytes */SIZE`: the range starts at or past the end of the file (an empty file, for one):
+      // the read has what there is, as a local read would.
+      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('content-range') ?? '')?.[1];
+      if (total !== undefined && Number(total) <= from) {
+        this.noteSize(Number(total), from);
+        return (got.out ?? new Uint8Array(0)).subarray(0, got.filled);
+      }
+      throw new GgufError('BAD_RESPONSE', `${where}: range ${from}-${end - 1} is past the end of the file (HTTP 416)`, from);
     }
-    const { start, total } = await checkRangeResponse(response, where, offset, end);
-    if (total !== undefined) this.noteSize(total, offset);
+    const { start, total } = await checkRangeResponse(response, where, from, end);
+    if (total !== undefined) this.noteSize(total, from);
     // A 200 (the server ignored Range) sends the whole file: read it up to `end`, then stop.
-    const skip = offset - start;
+    const skip = from - start;
     const want = Math.min(end, this.size ?? end) - offset;
-    const out = new Uint8Array(want);
-    let filled = 0;
+    const out = (got.out ??= new Uint8Array(want));
+    const limit = Math.min(want, out.byteLength);
     let seen = 0;
     const reader = response.body!.getReader();
     try {
-      while (filled < want) {
+      while (got.filled < limit) {
         signal.throwIfAborted();
         const { done, value } = await reader.read();
         if (done) break;
+        touch();
         this.stats.bytes += value.byteLength;
         // Bytes before the range (a 200) are passed over.
-        const from = Math.max(0, skip - seen);
+        const skipHere = Math.max(0, skip - seen);
         seen += value.byteLength;
-        if (from >= value.byteLength) continue;
-        const piece = value.subarray(from, from + (want - filled));
-        out.set(piece, filled);
-        filled += piece.byteLength;
+        if (skipHere >= value.byteLength) continue;
+        const piece = value.subarray(skipHere, skipHere + (limit - got.filled));
+        out.set(piece, got.filled);
+        got.filled += piece.byteLength;
       }
     } catch (error) {
       signal.throwIfAborted();
-      throw new Retryable(new GgufError('NETWORK_ERROR', `${where}: the connection broke after ${filled} of ${want} bytes: ${safeMessage(error)}`, offset + filled));
+      throw new Retryable(new GgufError('NETWORK_ERROR', `${where}: the connection broke after ${got.filled} of ${want} bytes: ${safeMessage(error)}`, offset + got.filled));
     } finally {
       await reader.cancel().catch(() => {});
     }
-    if (filled < want) throw new Retryable(new GgufError('BAD_RESPONSE', `${where}: the body ended after ${filled} of ${want} bytes`, offset + filled));
-    return out;
+    if (got.filled < limit) throw new Retryable(new GgufError('BAD_RESPONSE', `${where}: the body ended after ${got.filled} of ${want} bytes`, offset + got.filled));
+    return out.subarray(0, limit);
   }
 
   private noteSize(size: number, offset: number): void {
@@ -278,7 +360,9 @@ function retryAfter(value: string | null): number | undefined {
  */
 export function safeMessage(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
-  return text.replace(/(Bearer|Basic|token)\s*[:=]?\s*\S+/gi, '$1 ***').replace(/(https?:\/\/[^\s?'"]+)\?\S*/g, '$1');
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@'"]*@/gi, '$1')
+    .replace(/(Bearer|Basic|token)\s*[:=]?\s*\S+/gi, '$1 ***').replace(/(https?:\/\/[^\s?'"]+)\?\S*/g, '$1');
 }
 
 function causeOf(error: unknown): string {

@@ -20,7 +20,9 @@ const UNAVAILABLE = new Set(['NETWORK_ERROR', 'NOT_CACHED', 'HTTP_ERROR', 'BAD_R
  * A model for a test suite: its cached path, downloaded once for every worker and process that
  * asks at once (they wait on one download, as pullModel locks it), or a reason to skip it when it
  * is neither cached nor downloadable (offline, HF_HUB_OFFLINE, a gated repository without a
- * token). Other failures (a checksum mismatch, a full disk, a bad URI) throw.
+ * token); a cached model is found with the Hub unreachable too (`hf:ORG/REPO:QUANT` included:
+ * pullModel falls back to the cached snapshot). Other failures (a checksum mismatch, a full
+ * disk, a bad URI) throw.
  */
 export async function modelForTests(uri: string, options: TestModelOptions = {}): Promise<TestModel> {
   try {

@@ -20,6 +20,8 @@ export function useHubImitation(): { readonly hub: HubServer } {
     hub.log.length = 0;
     hub.faults.hub.length = 0;
     hub.faults.cdn.length = 0;
+    hub.faultFor = undefined;
+    hub.renamed.clear();
     hub.requireToken = undefined;
     hub.latencyMs = 0;
     hub.trickleMs = 100;

@@ -152,7 +152,7 @@ describe('openGgufRemote', () => {
     await expect(openGgufRemote(uri, opts)).rejects.toMatchObject({ code, message: expect.stringMatching(message) });
   });
 
-  it('bounded: 503 on every attempt, a redirect loop, a missing file, a trickle, a server too slow, abort', async () => {
+  it('bounded: 503 on every attempt, a redirect loop, a missing file, abort', async () => {
     const uri = serve('org/bounded/model.gguf', encodeGguf(model(100, 10)));
     hub.faults.cdn.push('503', '503', '503');
     await expect(openGgufRemote(uri, { ...opts, attempts: 3 })).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('HTTP 503') });
@@ -161,11 +161,7 @@ describe('openGgufRemote', () => {
     await expect(openGgufRemote(uri, opts)).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('redirects') });
     hub.faults.hub.length = 0;
     await expect(openGgufRemote('hf:org/bounded/absent.gguf', opts)).rejects.toMatchObject({ code: 'HTTP_ERROR', message: expect.stringContaining('404') });
-    hub.faults.cdn.push('trickle');
-    hub.trickleMs = 1000;
-    await expect(openGgufRemote(uri, { ...opts, timeoutMs: 400, attempts: 1 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 400 ms') });
-    hub.latencyMs = 300;
-    await expect(openGgufRemote(uri, { ...opts, timeoutMs: 50, attempts: 2 })).rejects.toMatchObject({ code: 'NETWORK_ERROR', message: expect.stringContaining('no answer within 50 ms') });
+    // A server that sends nothing: remote-faults.test.ts (timeoutMs is idleness).
     const controller = new AbortController();
     const pending = openGgufRemote(uri, { ...opts, signal: controller.signal });
     controller.abort(new Error('stop'));
