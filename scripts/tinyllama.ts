@@ -1,19 +1,23 @@
-// Where the real TinyLlama model comes from and where it is kept once fetched.
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
+// Where the real TinyLlama model comes from: the Hugging Face cache (the one pullModel,
+// huggingface_hub and llama.cpp share), filled by `npm run fetch:tinyllama`; or GGUF_TINYLLAMA.
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { hubCacheDir } from '../lib/cache/hf-cache.js';
 
+export const TINYLLAMA_REPO = 'TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF';
 export const TINYLLAMA_FILE = 'tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf';
-export const TINYLLAMA_URL = `https://huggingface.co/TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF/resolve/main/${TINYLLAMA_FILE}`;
+export const TINYLLAMA_URI = `hf:${TINYLLAMA_REPO}/${TINYLLAMA_FILE}`;
 
-/** GGUF_MMAP_CACHE, else $XDG_CACHE_HOME/gguf-mmap, else ~/.cache/gguf-mmap. */
-export function cacheDir(): string {
-  if (process.env.GGUF_MMAP_CACHE) return process.env.GGUF_MMAP_CACHE;
-  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'gguf-mmap');
-}
-
-/** The real model if one is at hand: GGUF_TINYLLAMA, or the cache `fetch:tinyllama` fills. */
+/** The real model if one is at hand: GGUF_TINYLLAMA, or any snapshot of it in the Hugging Face cache. */
 export function findTinyllama(): string | undefined {
-  const candidates = [process.env.GGUF_TINYLLAMA, join(cacheDir(), TINYLLAMA_FILE)];
-  return candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
+  const named = process.env.GGUF_TINYLLAMA;
+  if (named !== undefined && named !== '' && existsSync(named)) return named;
+  const snapshots = join(hubCacheDir(), `models--${TINYLLAMA_REPO.replace('/', '--')}`, 'snapshots');
+  let commits: string[];
+  try {
+    commits = readdirSync(snapshots);
+  } catch {
+    return undefined;
+  }
+  return commits.map((commit) => join(snapshots, commit, TINYLLAMA_FILE)).find((p) => existsSync(p));
 }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { pullModel, type PullOptions } from '../cache/pull.js';
 
@@ -11,6 +12,16 @@ export interface TestModel {
 export interface TestModelOptions extends PullOptions {
   /** Download it when it is not cached (default true); false looks in the cache only. */
   download?: boolean;
+  /**
+   * A local file to use instead (a model the suite already has: `{ path: process.env.MY_MODEL }`);
+   * undefined or '' asks the cache and the Hub. A path that names no file throws, naming it.
+   */
+  path?: string;
+  /**
+   * Turn a skip into a failure (CI, where the model must be there): throws with the skip's
+   * reason. Default: GGUF_MMAP_REQUIRE_TEST_MODELS=1.
+   */
+  required?: boolean;
 }
 
 // Why a model cannot be had here: no network, not cached offline, the Hub refusing.
@@ -25,6 +36,22 @@ const UNAVAILABLE = new Set(['NETWORK_ERROR', 'NOT_CACHED', 'HTTP_ERROR', 'BAD_R
  * disk, a bad URI) throw.
  */
 export async function modelForTests(uri: string, options: TestModelOptions = {}): Promise<TestModel> {
+  if (options.path !== undefined && options.path !== '') {
+    const kind = statSync(options.path, { throwIfNoEntry: false });
+    if (kind === undefined || !kind.isFile()) {
+      throw new GgufError('FILE_NOT_FOUND', `modelForTests: the path given for ${uri} names ${kind === undefined ? 'no file' : 'something other than a file'}: ${options.path}`, 0);
+    }
+    return { path: options.path, skip: undefined };
+  }
+  const model = await fromCacheOrHub(uri, options);
+  const required = options.required ?? process.env.GGUF_MMAP_REQUIRE_TEST_MODELS === '1';
+  if (model.skip !== undefined && required) {
+    throw new Error(`modelForTests: ${uri} is required (${options.required === undefined ? 'GGUF_MMAP_REQUIRE_TEST_MODELS=1' : '{ required: true }'}) but ${model.skip.replace(/^skipped: /, '')}`);
+  }
+  return model;
+}
+
+async function fromCacheOrHub(uri: string, options: TestModelOptions): Promise<TestModel> {
   try {
     const pulled = await pullModel(uri, options.download === false ? { ...options, offline: true } : options);
     return { path: pulled.path, skip: undefined };

@@ -3,15 +3,15 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { modelForTests, openGguf, type Q4KBlock } from '../../lib/index.js';
 import { ensureTinyllamaShaped, N_MERGES, N_VOCAB } from '../../scripts/tinyllama-shape.js';
-import { findTinyllama, TINYLLAMA_FILE } from '../../scripts/tinyllama.js';
+import { findTinyllama, TINYLLAMA_URI } from '../../scripts/tinyllama.js';
 import { DIST_INDEX, runChild } from '../helpers/child.js';
 import { tempDir } from '../helpers/tmp.js';
 import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 
-// The real model when one is at hand (GGUF_TINYLLAMA, the cache `npm run fetch:tinyllama` fills,
-// or the Hugging Face cache, downloaded there with GGUF_MMAP_DOWNLOAD=1); otherwise a generated
+// The real model when one is at hand (GGUF_TINYLLAMA, or the Hugging Face cache that `npm run
+// fetch:tinyllama` fills, downloaded there with GGUF_MMAP_DOWNLOAD=1); otherwise a generated
 // file of the same shape.
-const fromHub = await modelForTests(`hf:TheBloke/TinyLlama-1.1B-Chat-v1.0-GGUF/${TINYLLAMA_FILE}`, { download: process.env.GGUF_MMAP_DOWNLOAD === '1' });
+const fromHub = await modelForTests(TINYLLAMA_URI, { path: process.env.GGUF_TINYLLAMA, download: process.env.GGUF_MMAP_DOWNLOAD === '1', required: false });
 const real = findTinyllama() ?? fromHub.path;
 let path: string;
 
