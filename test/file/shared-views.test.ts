@@ -109,7 +109,7 @@ describe.skipIf(READ_MODE)(mmapOnly('views over SharedArrayBuffers'), () => {
     });
   });
 
-  it.skipIf(noSharing !== undefined)(`a 64 MiB tensor's view given to a worker adds under 1 MiB of RSS (median of four); an ArrayBuffer view is copied (child process)${noSharing ? ` [skipped: ${noSharing}]` : ''}`, () => {
+  it.skipIf(noSharing !== undefined)(`a 64 MiB tensor's view given to a worker adds no copy to RSS (median of four, under 16 MiB); an ArrayBuffer view is copied (child process)${noSharing ? ` [skipped: ${noSharing}]` : ''}`, () => {
     const path = model('pages.gguf', 16 << 20);
     const r = runChild(`
       import { Worker } from 'node:worker_threads';
@@ -152,7 +152,9 @@ describe.skipIf(READ_MODE)(mmapOnly('views over SharedArrayBuffers'), () => {
     `);
     expect(r.status, r.stderr).toBe(0);
     const { shared, copied } = r.result as { shared: number; copied: number };
-    expect(shared, JSON.stringify(r.result)).toBeLessThan(1); // MiB
+    // Under 1 MiB measured; a copy would be the 64 MiB. The bound leaves room for a loaded
+    // machine's GC and allocator noise, and still tells the two apart.
+    expect(shared, JSON.stringify(r.result)).toBeLessThan(16); // MiB
     expect(copied).toBeGreaterThan(32); // a copy of the 64 MiB (freed again soon after, as V8 sees fit)
   });
 });

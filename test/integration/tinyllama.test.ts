@@ -100,8 +100,9 @@ describe(`TinyLlama 1.1B Q4_K_M (${real === undefined ? 'generated shape' : 'rea
     expect(r.status, r.stderr).toBe(0);
     const { kept, rss, heap } = r.result as { kept: number[]; rss: number; heap: number };
     expect(kept[0]).toBe(201);
-    expect(rss).toBeLessThan(8);
-    expect(heap).toBeLessThan(4);
+    // Measured: ~1 MiB each; the bounds are 4x and more, and far below the file's 660 MB.
+    expect(rss).toBeLessThan(32);
+    expect(heap).toBeLessThan(16);
   });
 });
 
