@@ -35,3 +35,6 @@ export { hashTensorsAsync, type ParallelHashOptions } from './hash/parallel-hash
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';
+export { estimateMemory, largestContext, type MemoryEstimate } from './estimate/estimate.js';
+export { KV_CACHE_TYPES, type EstimateOptions, type KvCacheType } from './estimate/options.js';
+export { hostCpuFeatures } from './estimate/cpu-features.js';
