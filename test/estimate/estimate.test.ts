@@ -1,0 +1,118 @@
+// estimateMemory against what llama.cpp v0.5.0 itself reported (../shared/memory): each recorded
+// model remade as its header followed by zeros (a sparse file), as the estimate reads only the header.
+import { copyFileSync, readFileSync, truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { encodeGguf, estimateMemory, GgufError, largestContext, openGguf, parseGguf, type GgufFile } from '../../lib/index.js';
+import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
+import { tempDir } from '../helpers/tmp.js';
+
+interface Row {
+  model: string;
+  settings: { contextSize: number; ubatchSize: number; sequences: number; unifiedKv: boolean; typeK: 'f16'; typeV: 'f16'; flashAttention: boolean; swaFull: boolean };
+  weights: number;
+  kvCache: number;
+  compute: number;
+  outputMiB: number;
+  buffers: { name: string; model: number; context: number; compute: number }[];
+}
+
+// The recording machine's features: AVX-512 (what puts Q4_K weights in CPU_REPACK).
+const RECORDED_CPU = ['avx2', 'avx512f'];
+
+/**
+ * Families whose compute buffer the estimate follows within 15% (plain attention: Llama-like dense
+ * models). The others (MoE routing, MLA, sparse indexers, recurrent scans) are not yet modelled
+ * closely: docs/api.md lists the error per family.
+ */
+const COMPUTE_WITHIN_15 = new Set([
+  'llama-3.1-8b-shaped.gguf', 'baichuan-dense.gguf', 'codeshell-dense.gguf', 'deci-dense.gguf', 'ernie4_5-moe.gguf',
+  'exaone4-dense.gguf', 'gemma-dense.gguf', 'granite-dense.gguf', 'hunyuan-dense-dense.gguf', 'jais-dense.gguf',
+  'nanbeige-dense.gguf', 'paddleocr-moe.gguf', 'phi3-dense.gguf', 'qwen-dense.gguf', 'qwen2vl-dense.gguf',
+  'qwen3tts-dense.gguf', 'smollm3-dense.gguf', 'starcoder-dense.gguf', 'xverse-dense.gguf',
+]);
+
+const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 0 ? 0 : Infinity) : Math.abs(actual - expected) / expected);
+
+describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
+  const rows = SKIP_SHARED ? [] : readJson<Row[]>(sharedPath('memory', 'expected.json'));
+  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
+  const dir = tempDir('gguf-mmap-estimate-');
+  const opened = new Map<string, GgufFile>();
+  const open = (model: string): GgufFile => {
+    let file = opened.get(model);
+    if (file === undefined) {
+      const path = join(dir, model);
+      copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
+      truncateSync(path, sizes[model]!);
+      file = openGguf(path);
+      opened.set(model, file);
+    }
+    return file;
+  };
+  const models = [...new Set(rows.map((r) => r.model))];
+
+  it('covers the 44 recorded models', () => {
+    expect(models.length).toBe(44);
+  });
+
+  for (const model of models) {
+    it(`${model}: weights, repacked weights, KV cache and output match; compute is close`, () => {
+      const file = open(model);
+      for (const row of rows.filter((r) => r.model === model)) {
+        const e = estimateMemory(file, { ...row.settings, cpuFeatures: RECORDED_CPU });
+        const what = `${model} ${JSON.stringify(row.settings)}`;
+        expect(rel(e.weights, row.weights), what).toBeLessThanOrEqual(0.005);
+        const repacked = row.buffers.filter((b) => b.name === 'CPU_REPACK').reduce((a, b) => a + b.model, 0);
+        expect(rel(e.repacked, repacked), what).toBeLessThanOrEqual(0.005);
+        expect(rel(e.kvCache, row.kvCache), what).toBeLessThanOrEqual(0.005);
+        // logged as MiB with two decimals: within half a hundredth, or 1%
+        expect(Math.abs(e.output / 1048576 - row.outputMiB), what).toBeLessThanOrEqual(Math.max(0.005, row.outputMiB * 0.01));
+        if (COMPUTE_WITHIN_15.has(model)) expect(rel(e.compute, row.compute), what).toBeLessThanOrEqual(0.15);
+        expect(e.total).toBe(e.weights + e.kvCache + e.output + e.compute);
+      }
+    });
+  }
+
+  it('without AVX2 nothing is repacked; with it, Q4_K matrices (not token_embd) are', () => {
+    const file = open('llama-3.1-8b-shaped.gguf');
+    expect(estimateMemory(file, { cpuFeatures: [] }).repacked).toBe(0);
+    const q4k = file.tensors.filter((t) => t.type === 'Q4_K' && t.name !== 'token_embd.weight').reduce((a, t) => a + t.nbytes, 0);
+    expect(estimateMemory(file, { cpuFeatures: ['avx2'] }).repacked).toBe(q4k);
+  });
+
+  it('largestContext inverts the estimate', () => {
+    const file = open('llama-3.1-8b-shaped.gguf');
+    const options = { flashAttention: true, cpuFeatures: RECORDED_CPU };
+    const at8k = estimateMemory(file, { ...options, contextSize: 8192 }).total;
+    expect(largestContext(file, at8k, options)).toBe(8192);
+    expect(largestContext(file, at8k - 1, options)).toBe(7936);
+    expect(largestContext(file, 1000, options)).toBe(0);
+  });
+});
+
+describe('estimateMemory without fixtures', () => {
+  it('an architecture it does not know is UNSUPPORTED_ARCHITECTURE', () => {
+    const file = parseGguf(encodeGguf({ metadata: { 'general.architecture': { type: 'STRING', value: 'no-such-arch' } }, tensors: [] }));
+    expect(() => estimateMemory(file)).toThrowError(expect.objectContaining({ code: 'UNSUPPORTED_ARCHITECTURE' }) as GgufError);
+  });
+
+  it('pads the context to 256 and splits it per sequence without a unified cache', () => {
+    const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+    const file = parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'llama' },
+        'llama.block_count': u32(1),
+        'llama.embedding_length': u32(64),
+        'llama.attention.head_count': u32(4),
+        'llama.attention.head_count_kv': u32(2),
+      },
+      tensors: [],
+    }));
+    // K and V: 2 heads x 16 dims, f16, per cell
+    const e = estimateMemory(file, { contextSize: 1000, sequences: 3, cpuFeatures: [] });
+    expect(e.contextSize).toBe(3 * 512);
+    expect(e.kvCache).toBe(3 * 512 * 2 * 32 * 2);
+    expect(estimateMemory(file, { contextSize: 1000, typeK: 'q8_0', typeV: 'q8_0', cpuFeatures: [] }).kvCache).toBe(1024 * 2 * 34);
+  });
+});
