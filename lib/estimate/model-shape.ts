@@ -17,6 +17,8 @@ export interface LayerShape {
   readonly vWidth: number;
   /** Width of the sparse-attention indexer key kept per token (0: none). */
   readonly indexerWidth: number;
+  /** Routes to experts (has ffn_gate_inp). */
+  readonly experts: boolean;
 }
 
 /** The hyperparameters a memory estimate needs, read from the header alone. */
@@ -36,6 +38,14 @@ export interface ModelShape {
   readonly expertCount: number;
   readonly expertUsedCount: number;
   readonly expertFeedForward: number;
+  /** Sparse-attention indexer heads and key length (0 without an indexer). */
+  readonly indexerHeads: number;
+  readonly indexerKeyLength: number;
+  /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
+  readonly ssmInputWidth: number;
+  readonly ssmInner: number;
+  /** Attention scores are soft-capped, which keeps llama.cpp off flash attention (Grok). */
+  readonly attentionSoftcap: boolean;
 }
 
 type Meta = GgufFile['metadata'];
@@ -160,6 +170,7 @@ export function readModelShape(file: GgufFile): ModelShape {
       kWidth: attention ? headCountKv * keyLength : 0,
       vWidth: attention && !mla ? headCountKv * valueLength : 0,
       indexerWidth: attention ? indexerWidthFor(il) : 0,
+      experts: has(il, 'ffn_gate_inp'),
     });
   }
 
@@ -204,8 +215,14 @@ export function readModelShape(file: GgufFile): ModelShape {
     layers,
     recurrentR,
     recurrentS,
-    expertCount: scalar(meta, k('expert_count')) ?? 0,
+    // experts only count when the file has expert tensors (the test models carry every key)
+    expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? scalar(meta, k('expert_count')) ?? 0 : 0,
     expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
-    expertFeedForward: scalar(meta, k('expert_feed_forward_length')) ?? 0,
+    expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
+    indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
+    indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
+    ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
+    attentionSoftcap: arch === 'grok',
   };
 }
