@@ -29,40 +29,48 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
   const noMemory = shape.rule.memory === 'none';
   const fullCells = noMemory ? tokens : attention.some((l) => !l.slidingWindow) ? kv.cells : 0;
   const swaCells = attention.some((l) => l.slidingWindow) ? kv.swaCells : 0;
-  const nKv = Math.max(fullCells, swaCells);
 
-  const masks = (fullCells + swaCells) * maskElement;
+  // One mask per cache (full, sliding-window), freed after the last layer that reads it.
+  const layers = noMemory ? shape.layers.filter((l) => l.headCount > 0) : attention;
+  const lastFull = Math.max(-1, ...layers.filter((l) => !l.slidingWindow).map((l) => l.index));
+  const lastSwa = Math.max(-1, ...layers.filter((l) => l.slidingWindow).map((l) => l.index));
+  const masksFrom = (il: number) => ((il <= lastFull ? fullCells : 0) + (il <= lastSwa ? swaCells : 0)) * maskElement;
 
   let activations = F32 * 4 * embd;
-  let scores = 0;
-  const layers = noMemory ? shape.layers.filter((l) => l.headCount > 0) : attention;
   if (layers.length > 0) {
     const widest = layers.reduce((a, b) => (a.kWidth + a.vWidth >= b.kWidth + b.vWidth ? a : b));
     const headK = widest.headCountKv > 0 ? widest.kWidth / widest.headCountKv : 0;
     activations += F32 * (widest.headCount * headK + widest.kWidth + widest.vWidth);
-    const heads = Math.max(...layers.map((l) => l.headCount));
-    if (!flash) scores = nKv * heads * F32;
   }
-  if (shape.rule.indexer === 'dsa') scores += fullCells * (flash ? 10 : 12);
-  if (shape.rule.indexer === 'msa' && flash) scores += fullCells * 16;
-  if (shape.rule.indexer === 'qsa') scores += fullCells * (2 * shape.indexerHeads + 6);
+  const expertMoment = activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward;
+  const indexerQueries = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
+  const ssmMoment = F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner);
 
-  // The masks are freed after the last layer's attention: a moment after it (a last MoE or SSM
-  // layer, the output) does not carry them.
-  const lastAttention = Math.max(-1, ...layers.map((l) => l.index));
-  const beforeLastAttention = (pick: (l: (typeof shape.layers)[number]) => boolean) => shape.layers.some((l) => pick(l) && l.index < lastAttention);
-  const attentionMoment = scores + activations;
-  const expertMoment = shape.expertCount > 0 ? activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward : 0;
-  const indexerMoment = shape.indexerHeads > 0 ? activations + F32 * 2 * shape.indexerHeads * shape.indexerKeyLength : 0;
-  const ssmMoment = shape.ssmInputWidth > 0 ? F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner) : 0;
-  const outputMoment = F32 * (shape.vocabularySize + 2 * embd);
-
-  const withMasks = [attentionMoment, indexerMoment];
-  const withoutMasks = [outputMoment];
-  (beforeLastAttention((l) => l.experts) ? withMasks : withoutMasks).push(expertMoment);
-  (beforeLastAttention((l) => l.recurrent) ? withMasks : withoutMasks).push(ssmMoment);
-  const perToken = Math.max(masks + Math.max(...withMasks), ...withoutMasks);
+  let peak = F32 * (shape.vocabularySize + 2 * embd); // the output: after every mask is freed
+  for (const layer of shape.layers) {
+    const il = layer.index;
+    if (layers.includes(layer)) {
+      const cells = layer.slidingWindow ? swaCells : fullCells;
+      let scores = flash ? 0 : cells * layer.headCount * F32;
+      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
+      if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (geometryStreams(options) > 1 ? 8 : 16);
+      if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
+      const queries = layer.indexerWidth > 0 && shape.rule.indexer === 'dsa' ? indexerQueries : 0;
+      peak = Math.max(peak, masksFrom(il) + scores + activations + queries);
+      // DSA at long contexts: the indexer's top-k selection over all cells outgrows its queries
+      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) {
+        peak = Math.max(peak, masksFrom(il) + cells * (flash ? 19 : 21 + 4 * layer.headCount) + activations);
+      }
+    }
+    if (layer.experts && shape.expertCount > 0) peak = Math.max(peak, masksFrom(il + 1) + expertMoment);
+    if (layer.recurrent && shape.ssmInputWidth > 0) peak = Math.max(peak, masksFrom(il + 1) + ssmMoment);
+  }
+  const perToken = peak;
   // a recurrent layer's state is copied out whole for one sequence
   const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 : 0;
   return Math.round(tokens * perToken + state);
+}
+
+function geometryStreams(options: ResolvedOptions): number {
+  return options.unifiedKv ? 1 : options.sequences;
 }
