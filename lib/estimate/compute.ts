@@ -41,7 +41,10 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
     const widest = layers.reduce((a, b) => (a.kWidth + a.vWidth >= b.kWidth + b.vWidth ? a : b));
     const headK = widest.headCountKv > 0 ? widest.kWidth / widest.headCountKv : 0;
     activations += F32 * (widest.headCount * headK + widest.kWidth + widest.vWidth);
+    // MLA under flash attention: the latent K (and rope part) copied out for the kernel
+    if (flash) activations += F32 * shape.latentWidth;
   }
+  const indexerLayers = shape.layers.filter((l) => l.indexerWidth > 0).length;
   const expertMoment = activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward;
   const indexerQueries = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
   const ssmMoment = F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner);
@@ -52,6 +55,8 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
     if (layers.includes(layer)) {
       const cells = layer.slidingWindow ? swaCells : fullCells;
       let scores = flash ? 0 : cells * layer.headCount * F32;
+      // absorbed MLA (no V cache) without flash attention: the latent K viewed as V, copied in f16
+      if (!flash && layer.vWidth === 0) scores += cells * 2;
       if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
       if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (geometryStreams(options) > 1 ? 8 : 16);
       if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
@@ -59,7 +64,8 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
       peak = Math.max(peak, masksFrom(il) + scores + activations + queries);
       // DSA at long contexts: the indexer's top-k selection over all cells outgrows its queries
       if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) {
-        peak = Math.max(peak, masksFrom(il) + cells * (flash ? 19 : 21 + 4 * layer.headCount) + activations);
+        const reused = indexerLayers > 1 ? 4 : 0; // the top-k indices kept for the next layer
+        peak = Math.max(peak, masksFrom(il) + cells * ((flash ? 15 : 17 + 4 * layer.headCount) + reused) + activations);
       }
     }
     if (layer.experts && shape.expertCount > 0) peak = Math.max(peak, masksFrom(il + 1) + expertMoment);
