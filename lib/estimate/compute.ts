@@ -60,6 +60,12 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
       if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
       if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (geometryStreams(options) > 1 ? 8 : 16);
       if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
+      // flash attention reads an f32 K or V cache through an f16 copy of the whole view
+      if (flash) {
+        const streams = geometryStreams(options);
+        if (options.typeK === 'f32') scores += (cells * streams * layer.kWidth * 2) / tokens;
+        if (options.typeV === 'f32' && layer.vWidth > 0) scores += (cells * streams * layer.vWidth * 2) / tokens;
+      }
       const queries = layer.indexerWidth > 0 && shape.rule.indexer === 'dsa' ? indexerQueries : 0;
       peak = Math.max(peak, masksFrom(il) + scores + activations + queries);
       // DSA at long contexts: the indexer's top-k selection over all cells outgrows its queries
@@ -72,8 +78,8 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
     if (layer.recurrent && shape.ssmInputWidth > 0) peak = Math.max(peak, masksFrom(il + 1) + ssmMoment);
   }
   const perToken = peak;
-  // a recurrent layer's state is copied out whole for one sequence
-  const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 : 0;
+  // a recurrent layer's state is copied out whole for every sequence
+  const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 * options.sequences : 0;
   return Math.round(tokens * perToken + state);
 }
 

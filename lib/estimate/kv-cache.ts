@@ -66,7 +66,18 @@ export function estimateKvCache(shape: ModelShape, options: ResolvedOptions): Kv
       + (vWidth === 0 ? 0 : tensorBytes(kvRowBytes(options.typeV, vWidth), size, streams));
     if (layer.slidingWindow) slidingWindow += bytes;
     else attention += bytes;
-    if (layer.indexerWidth > 0) indexer += tensorBytes(kvRowBytes(options.typeK, layer.indexerWidth), size, streams);
+    if (layer.indexerWidth > 0) {
+      if (shape.rule.indexer === 'msa') {
+        // MSA's indexer is a second KV cache of one head: K of the indexer's key length, V of
+        // the model's value head size
+        const valueHead = layer.headCountKv > 0 ? layer.vWidth / layer.headCountKv : 0;
+        indexer += tensorBytes(kvRowBytes(options.typeK, layer.indexerWidth), size, streams);
+        indexer += tensorBytes(kvRowBytes(options.typeV, valueHead), size, streams);
+      } else {
+        // DSA (and QSA) indexer keys take the K cache's type
+        indexer += tensorBytes(kvRowBytes(options.typeK, layer.indexerWidth), size, streams);
+      }
+    }
   }
 
   let recurrent = 0;

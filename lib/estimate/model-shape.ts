@@ -131,7 +131,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     const keyLength = scalar(meta, k('attention.indexer.key_length')) ?? 0;
     if (rule.indexer === 'msa') {
       const lead = scalar(meta, k('leading_dense_block_count')) ?? 0;
-      return il >= lead ? keyLength * (scalar(meta, k('attention.indexer.head_count')) ?? 1) : 0;
+      return il >= lead ? keyLength : 0;
     }
     const typesKey = k('attention.indexer.types');
     if (rule.indexer === 'dsa' && arch !== 'deepseek32' && meta.has(typesKey)) {
