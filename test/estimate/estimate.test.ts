@@ -81,6 +81,15 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
     expect(estimateMemory(file, { cpuFeatures: ['avx2'] }).repacked).toBe(q4k);
   });
 
+  it('with Intel AMX, 2-D Q4_K and Q6_K matrices go to the AMX buffer, re-laid-out', () => {
+    // llama.cpp v0.5.0's breakdown on a Sapphire Rapids machine (amx_int8): AMX 4953448448 bytes,
+    // CPU 296566784 (token_embd, norms), for this model at any context
+    const file = open('llama-3.1-8b-shaped.gguf');
+    const e = estimateMemory(file, { cpuFeatures: ['avx2', 'avx512f', 'avx512_vnni', 'amx_int8'] });
+    expect(e.weightsDetail.amx).toBe(4953448448);
+    expect(e.weights).toBe(4953448448 + 296566784);
+  });
+
   it('largestContext inverts the estimate', () => {
     const file = open('llama-3.1-8b-shaped.gguf');
     const options = { flashAttention: true, cpuFeatures: RECORDED_CPU };
