@@ -12,7 +12,7 @@ export interface LayerShape {
   readonly slidingWindow: boolean;
   readonly headCount: number;
   readonly headCountKv: number;
-  /** K and V row widths in elements (n_embd_k_gqa, n_embd_v_gqa); V is 0 for MLA caches. */
+  /** K and V row widths in elements (n_embd_k_gqa, n_embd_v_gqa; also for layers without a cache); V is 0 for MLA caches. */
   readonly kWidth: number;
   readonly vWidth: number;
   /** Width of the sparse-attention indexer key kept per token (0: none). */
@@ -169,8 +169,8 @@ export function readModelShape(file: GgufFile): ModelShape {
       slidingWindow: swa,
       headCount,
       headCountKv,
-      kWidth: attention ? headCountKv * keyLength : 0,
-      vWidth: attention && !mla ? headCountKv * valueLength : 0,
+      kWidth: headCountKv * keyLength,
+      vWidth: mla ? 0 : headCountKv * valueLength,
       indexerWidth: attention ? indexerWidthFor(il) : 0,
       experts: has(il, 'ffn_gate_inp'),
     });

@@ -21,16 +21,15 @@ interface Row {
 const RECORDED_CPU = ['avx2', 'avx512f'];
 
 /**
- * Families whose compute buffer the estimate follows within 15% (plain attention: Llama-like dense
- * models). The others (MoE routing, MLA, sparse indexers, recurrent scans) are not yet modelled
- * closely: docs/api.md lists the error per family.
+ * The compute buffer is an estimate: within 15% of llama.cpp for every recorded model but these,
+ * held to 25% (their worst rows: cohere2moe with 4 unshared streams, dots3note's indexer at 32768
+ * tokens over 4 streams, granitehybrid's SSM moment at 4096 tokens).
  */
-const COMPUTE_WITHIN_15 = new Set([
-  'llama-3.1-8b-shaped.gguf', 'baichuan-dense.gguf', 'codeshell-dense.gguf', 'deci-dense.gguf', 'ernie4_5-moe.gguf',
-  'exaone4-dense.gguf', 'gemma-dense.gguf', 'granite-dense.gguf', 'hunyuan-dense-dense.gguf', 'jais-dense.gguf',
-  'nanbeige-dense.gguf', 'paddleocr-moe.gguf', 'phi3-dense.gguf', 'qwen-dense.gguf', 'qwen2vl-dense.gguf',
-  'qwen3tts-dense.gguf', 'smollm3-dense.gguf', 'starcoder-dense.gguf', 'xverse-dense.gguf',
-]);
+const COMPUTE_LOOSER: Readonly<Record<string, number>> = {
+  'cohere2moe-moe.gguf': 0.25,
+  'dots3note-moe.gguf': 0.25,
+  'granitehybrid-dense.gguf': 0.25,
+};
 
 const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 0 ? 0 : Infinity) : Math.abs(actual - expected) / expected);
 
@@ -68,7 +67,7 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
         expect(rel(e.kvCache, row.kvCache), what).toBeLessThanOrEqual(0.005);
         // logged as MiB with two decimals: within half a hundredth, or 1%
         expect(Math.abs(e.output / 1048576 - row.outputMiB), what).toBeLessThanOrEqual(Math.max(0.005, row.outputMiB * 0.01));
-        if (COMPUTE_WITHIN_15.has(model)) expect(rel(e.compute, row.compute), what).toBeLessThanOrEqual(0.15);
+        expect(rel(e.compute, row.compute), what).toBeLessThanOrEqual(COMPUTE_LOOSER[model] ?? 0.15);
         expect(e.total).toBe(e.weights + e.kvCache + e.output + e.compute);
       }
     });
