@@ -20,6 +20,7 @@ const F32 = 4;
  * Fitted to llama.cpp's own figures (see docs/api.md for the error per family), not exact.
  */
 export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
+  // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
   const tokens = Math.min(options.ubatchSize, options.contextSize);
   const flash = options.flashAttention && !shape.attentionSoftcap;
   const maskElement = flash ? 2 : 4;
@@ -65,6 +66,12 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
         const streams = geometryStreams(options);
         if (options.typeK === 'f32') scores += (cells * streams * layer.kWidth * 2) / tokens;
         if (options.typeV === 'f32' && layer.vWidth > 0) scores += (cells * streams * layer.vWidth * 2) / tokens;
+      }
+      // absorbed MLA without flash attention: the latent V taken out of the cache (f16, all
+      // streams) and made contiguous for one stream, whatever the ubatch (fitted to llama.cpp's figures)
+      if (!flash && layer.vWidth === 0 && shape.kvLoraRank > 0) {
+        const latent = shape.kvLoraRank * 2 * (cells * geometryStreams(options) + cells);
+        peak = Math.max(peak, masksFrom(il) + latent / tokens + activations);
       }
       const queries = layer.indexerWidth > 0 && shape.rule.indexer === 'dsa' ? indexerQueries : 0;
       peak = Math.max(peak, masksFrom(il) + scores + activations + queries);

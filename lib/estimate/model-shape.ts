@@ -44,6 +44,8 @@ export interface ModelShape {
   /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
   readonly ssmInputWidth: number;
   readonly ssmInner: number;
+  /** MLA's latent rank (kv_lora_rank; 0 without MLA caches). */
+  readonly kvLoraRank: number;
   /** Width of the MLA latent projection (attn_kv_a_mqa rows; 0 without one). */
   readonly latentWidth: number;
   /** Attention scores are soft-capped, which keeps llama.cpp off flash attention (Grok). */
@@ -226,6 +228,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
     ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
     attentionSoftcap: arch === 'grok',
+    kvLoraRank: mla ? kvLoraRank : 0,
     latentWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
   };
 }
