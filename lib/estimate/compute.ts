@@ -59,7 +59,7 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
       // absorbed MLA (no V cache) without flash attention: the latent K viewed as V, copied in f16
       if (!flash && layer.vWidth === 0) scores += cells * 2;
       if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
-      if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (geometryStreams(options) > 1 ? 8 : 16);
+      if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (6 + 10 / geometryStreams(options));
       if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
       // flash attention reads an f32 K or V cache through an f16 copy of the whole view
       if (flash) {
