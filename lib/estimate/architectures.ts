@@ -101,9 +101,16 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true },
   nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true },
   qwen4exp: { memory: 'hybrid', indexer: 'qsa' },
-  deepseek4: { memory: 'hybrid', swa: 'all' },
   // No memory: encoders and diffusion models.
   bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,
   'neo-bert': NONE, eurobert: NONE, 'wavtokenizer-dec': NONE, 'modern-bert': NONE,
   'gemma-embedding': NONE, dream: NONE, llada: NONE, 'llada-moe': NONE, rnd1: NONE, t5encoder: NONE,
+};
+
+/**
+ * Architectures llama.cpp v0.5.0 has whose memory the estimate does not model: an explicit
+ * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess.
+ */
+export const UNMODELLED: Readonly<Record<string, string>> = {
+  deepseek4: 'its compressed KV cache (llama_kv_cache_dsv4: CSA/HCA compressors with their own state) is not modelled',
 };

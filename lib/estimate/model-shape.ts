@@ -1,6 +1,6 @@
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
-import { ARCHITECTURES, type ArchitectureRule } from './architectures.js';
+import { ARCHITECTURES, UNMODELLED, type ArchitectureRule } from './architectures.js';
 
 /** One layer as the memory estimate sees it. */
 export interface LayerShape {
@@ -87,6 +87,8 @@ export function readModelShape(file: GgufFile): ModelShape {
   const meta = file.metadata;
   const arch = meta.getString('general.architecture');
   if (arch === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', 'the file names no general.architecture', 0);
+  const unmodelled = UNMODELLED[arch];
+  if (unmodelled !== undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', `architecture ${arch}: ${unmodelled}`, 0);
   const rule = ARCHITECTURES[arch];
   if (rule === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', `architecture ${arch} is not one the memory estimate knows (llama.cpp v0.5.0's)`, 0);
   const k = (name: string) => `${arch}.${name}`;
