@@ -36,6 +36,14 @@ export interface ArchitectureRule {
   readonly allLayersBoth?: boolean;
   /** Attention only where the layer has no FFN (Nemotron-H). */
   readonly attentionWhereNoFfn?: boolean;
+  /**
+   * Hybrids that mark recurrent layers by `attention.recurrent_layers` or else every layer but
+   * each `full_attention_interval`-th (this default) is recurrent; other hybrids mark the layers
+   * whose head_count_kv is 0.
+   */
+  readonly fullAttentionInterval?: number;
+  /** Only the first n layers have a KV cache; the others share it (Gemma 3n: 20). */
+  readonly kvLayersFromStart?: number;
 }
 
 const KV: ArchitectureRule = { memory: 'kv' };
@@ -60,7 +68,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Sliding-window (iSWA) layers.
   gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },
   gemma3: { memory: 'kv', swa: 6 },
-  gemma3n: { memory: 'kv', swa: 5 },
+  gemma3n: { memory: 'kv', swa: 5, kvLayersFromStart: 20 },
   gemma4: { memory: 'kv', swa: 'array' },
   'gemma4-assistant': { memory: 'kv', swa: 'array' },
   cohere2: { memory: 'kv', swa: 4 },
@@ -92,15 +100,19 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   mamba: RECURRENT, mamba2: RECURRENT, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
   // Hybrids.
-  jamba: HYBRID, plamo2: HYBRID, granitehybrid: HYBRID, qwen3next: HYBRID, 'kimi-linear': HYBRID,
-  bailingmoe3: HYBRID, 'kimi-k3': HYBRID, qwen35: HYBRID, qwen35moe: HYBRID, 'minimax-01': HYBRID,
+  jamba: HYBRID, plamo2: HYBRID, granitehybrid: HYBRID, 'kimi-linear': HYBRID, bailingmoe3: HYBRID,
+  'kimi-k3': HYBRID,
+  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4 },
+  qwen35: { memory: 'hybrid', fullAttentionInterval: 4 },
+  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4 },
+  'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
   // LFM2: every attention layer slides once the file names a window.
   lfm2: { memory: 'hybrid', swa: 'all' },
   lfm2moe: { memory: 'hybrid', swa: 'all' },
   'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
   nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true },
   nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true },
-  qwen4exp: { memory: 'hybrid', indexer: 'qsa' },
+  qwen4exp: { memory: 'hybrid', indexer: 'qsa', fullAttentionInterval: 4 },
   // No memory: encoders and diffusion models.
   bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,
   'neo-bert': NONE, eurobert: NONE, 'wavtokenizer-dec': NONE, 'modern-bert': NONE,

@@ -116,19 +116,26 @@ export function readModelShape(file: GgufFile): ModelShape {
     return rule.swaDenseFirst === true ? il % period !== 0 : il % period < period - 1;
   };
 
-  // Recurrent layers.
+  // Recurrent layers, as each hybrid's loader marks them; appended NextN (MTP) layers never are.
+  const nextn = scalar(meta, k('nextn_predict_layers')) ?? 0;
+  const trunkLayers = layerCount - nextn;
   const recurrentKey = k('attention.recurrent_layers');
+  const headCountKvAt = (il: number) => numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0;
   const isRecurrent = (il: number): boolean => {
     if (rule.memory === 'recurrent') return true;
     if (rule.memory !== 'hybrid') return false;
     if (rule.allLayersBoth === true) return true;
-    if (isArray(meta, recurrentKey)) return (numberAt(meta, recurrentKey, il) ?? 0) !== 0;
-    return (numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0) === 0;
+    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.fullAttentionInterval !== undefined) {
+      if (meta.has(recurrentKey)) return (numberAt(meta, recurrentKey, isArray(meta, recurrentKey) ? il : 0) ?? 0) !== 0;
+      const interval = scalar(meta, k('full_attention_interval')) ?? rule.fullAttentionInterval;
+      return il < trunkLayers && (il + 1) % interval !== 0;
+    }
+    return headCountKvAt(il) === 0;
   };
 
   const kvLoraRank = scalar(meta, k('attention.kv_lora_rank')) ?? 0;
   const mla = (scalar(meta, k('attention.key_length_mla')) ?? 0) > 0 && kvLoraRank > 0;
-  const nextn = scalar(meta, k('nextn_predict_layers')) ?? 0;
   const sharedKv = scalar(meta, k('attention.shared_kv_layers')) ?? 0;
   const indexerWidthFor = (il: number): number => {
     if (rule.indexer === undefined) return 0;
@@ -147,7 +154,8 @@ export function readModelShape(file: GgufFile): ModelShape {
   };
 
   const layers: LayerShape[] = [];
-  const trunk = nextn > 0 && rule.indexer !== undefined ? layerCount - nextn : layerCount;
+  // the sparse-attention caches and the interval hybrids' attention filter leave the NextN layers out
+  const trunk = nextn > 0 && (rule.indexer !== undefined || rule.fullAttentionInterval !== undefined) ? trunkLayers : layerCount;
   for (let il = 0; il < layerCount; il++) {
     const headCount = numberAt(meta, k('attention.head_count'), il) ?? 0;
     const headCountKv = numberAt(meta, k('attention.head_count_kv'), il) ?? headCount;
@@ -158,6 +166,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     if (attention && headCountKv === 0 && !mla) attention = false;
     if (il >= trunk) attention = false;
     if (sharedKv > 0 && il >= layerCount - sharedKv) attention = false;
+    if (rule.kvLayersFromStart !== undefined && il >= rule.kvLayersFromStart) attention = false;
     const defaultHead = headCount > 0 ? embeddingLength / headCount : 0;
     let keyLength = (swa ? numberAt(meta, k('attention.key_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.key_length'), il) ?? defaultHead;
     let valueLength = (swa ? numberAt(meta, k('attention.value_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.value_length'), il) ?? defaultHead;
@@ -188,7 +197,8 @@ export function readModelShape(file: GgufFile): ModelShape {
     const wkvHead = scalar(meta, k('wkv.head_size')) ?? 0;
     const shortConv = scalar(meta, k('shortconv.l_cache')) ?? 0;
     const kdaHead = scalar(meta, k('kda.head_dim')) ?? 0;
-    const laHead = scalar(meta, k('attention.linear_head_dim')) ?? scalar(meta, k('linear_attention.head_dim')) ?? 0;
+    // MiniMax-01's lightning attention state is key_length squared per head
+    const laHead = arch === 'minimax-01' ? scalar(meta, k('attention.key_length')) ?? (headCount0 > 0 ? embeddingLength / headCount0 : 0) : 0;
     const dConv = scalar(meta, k('ssm.conv_kernel')) ?? 0;
     const dInner = scalar(meta, k('ssm.inner_size')) ?? 0;
     const dState = scalar(meta, k('ssm.state_size')) ?? 0;
