@@ -127,3 +127,42 @@ describe('estimateMemory without fixtures', () => {
     expect(estimateMemory(file, { contextSize: 1000, typeK: 'q8_0', typeV: 'q8_0', cpuFeatures: [] }).kvCache).toBe(1024 * 2 * 34);
   });
 });
+
+// Held out from the recorded set: Gemma 2 and Gemma 3 with the sliding-window period their loaders
+// default to (2 and 6; the file names only the window, 64), 8 layers of 2 KV heads of 64. The
+// figures are what llama.cpp v0.5.0 reported for these shapes (the estimate reads only metadata).
+describe('estimateMemory: sliding-window periods llama.cpp defaults to', () => {
+  const shaped = (arch: string) => {
+    const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+    return parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: arch },
+        [`${arch}.block_count`]: u32(8),
+        [`${arch}.context_length`]: u32(8192),
+        [`${arch}.embedding_length`]: u32(256),
+        [`${arch}.feed_forward_length`]: u32(512),
+        [`${arch}.attention.head_count`]: u32(4),
+        [`${arch}.attention.head_count_kv`]: u32(2),
+        [`${arch}.attention.key_length`]: u32(64),
+        [`${arch}.attention.value_length`]: u32(64),
+        [`${arch}.attention.sliding_window`]: u32(64),
+      },
+      tensors: [],
+    }));
+  };
+  const settings = [
+    { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: true },
+    { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: false },
+    { contextSize: 20000, ubatchSize: 256, sequences: 3, unifiedKv: false, typeK: 'q8_0', typeV: 'q8_0', flashAttention: true },
+    { contextSize: 8192, ubatchSize: 512, sequences: 2, unifiedKv: true, flashAttention: true, swaFull: true },
+    { contextSize: 1000, ubatchSize: 128, sequences: 1, unifiedKv: true, typeK: 'f32', flashAttention: false },
+  ] as const;
+  it('Gemma 3: five sliding layers in six', () => {
+    const file = shaped('gemma3');
+    expect(settings.map((o) => estimateMemory(file, { ...o, cpuFeatures: [] }).kvCache)).toEqual([4849664, 4849664, 8564736, 33554432, 2162688]);
+  });
+  it('Gemma 2: every other layer', () => {
+    const file = shaped('gemma2');
+    expect(settings.map((o) => estimateMemory(file, { ...o, cpuFeatures: [] }).kvCache)).toEqual([9961472, 9961472, 24231936, 33554432, 3932160]);
+  });
+});
