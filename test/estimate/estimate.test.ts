@@ -166,3 +166,24 @@ describe('estimateMemory: sliding-window periods llama.cpp defaults to', () => {
     expect(settings.map((o) => estimateMemory(file, { ...o, cpuFeatures: [] }).kvCache)).toEqual([9961472, 9961472, 24231936, 33554432, 3932160]);
   });
 });
+
+describe('estimateMemory: recurrent state (held out)', () => {
+  it('Mamba: (d_conv - 1) x d_inner and d_state x d_inner floats per layer and sequence', () => {
+    // a 4-layer Mamba (d_inner 512, d_state 16, d_conv 4): what llama.cpp v0.5.0 reported
+    const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+    const file = parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'mamba' },
+        'mamba.block_count': u32(4),
+        'mamba.embedding_length': u32(256),
+        'mamba.ssm.conv_kernel': u32(4),
+        'mamba.ssm.inner_size': u32(512),
+        'mamba.ssm.state_size': u32(16),
+        'mamba.ssm.time_step_rank': u32(16),
+      },
+      tensors: [],
+    }));
+    const kv = (contextSize: number, sequences: number) => estimateMemory(file, { contextSize, sequences, cpuFeatures: [] }).kvCache;
+    expect([kv(4096, 1), kv(20000, 3), kv(8192, 2)]).toEqual([155648, 466944, 311296]);
+  });
+});
