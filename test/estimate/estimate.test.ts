@@ -187,3 +187,46 @@ describe('estimateMemory: recurrent state (held out)', () => {
     expect([kv(4096, 1), kv(20000, 3), kv(8192, 2)]).toEqual([155648, 466944, 311296]);
   });
 });
+
+describe('estimateMemory: a tied output matrix (held out)', () => {
+  // A 2-layer Llama with every matrix Q4_0 and no output.weight: llama.cpp multiplies the logits
+  // by token_embd, and on a repacking CPU makes a repacked second copy for that. Figures from
+  // llama.cpp v0.5.0 with its CPU backends for Sandy Bridge (no AVX2), Haswell and Skylake-X
+  // (CPU_REPACK) and Sapphire Rapids (AMX).
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const E = 256, V = 512, FF = 512;
+  const q40 = (name: string, cols: number, rows: number) => ({ name, type: 'Q4_0', shape: [cols, rows] });
+  const f32 = (name: string, n: number) => ({ name, type: 'F32', shape: [n] });
+  const layers = [0, 1].flatMap((i) => [
+    f32(`blk.${i}.attn_norm.weight`, E), f32(`blk.${i}.ffn_norm.weight`, E),
+    q40(`blk.${i}.attn_q.weight`, E, 256), q40(`blk.${i}.attn_k.weight`, E, 128), q40(`blk.${i}.attn_v.weight`, E, 128),
+    q40(`blk.${i}.attn_output.weight`, 256, E), q40(`blk.${i}.ffn_gate.weight`, E, FF), q40(`blk.${i}.ffn_up.weight`, E, FF),
+    q40(`blk.${i}.ffn_down.weight`, FF, E),
+  ]);
+  const file = parseGguf(encodeGguf({
+    metadata: {
+      'general.architecture': { type: 'STRING', value: 'llama' },
+      'llama.block_count': u32(2),
+      'llama.embedding_length': u32(E),
+      'llama.feed_forward_length': u32(FF),
+      'llama.attention.head_count': u32(4),
+      'llama.attention.head_count_kv': u32(2),
+      'tokenizer.ggml.tokens': { type: 'ARRAY', arrayType: 'STRING', value: Array.from({ length: V }, (_, i) => `t${i}`) },
+    },
+    tensors: [q40('token_embd.weight', E, V), f32('output_norm.weight', E), ...layers],
+  }));
+  it('no repacking: one copy', () => {
+    const e = estimateMemory(file, { cpuFeatures: ['avx'] });
+    expect([e.weights, e.repacked]).toEqual([742400, 0]);
+  });
+  it('AVX2 and AVX-512: the matrices and the output copy of token_embd in CPU_REPACK', () => {
+    for (const cpuFeatures of [['avx2'], ['avx2', 'avx512f']]) {
+      const e = estimateMemory(file, { cpuFeatures });
+      expect([e.weights, e.repacked, e.weightsDetail.amx]).toEqual([816128, 737280, 0]);
+    }
+  });
+  it('AMX: the same tensors in the AMX buffer', () => {
+    const e = estimateMemory(file, { cpuFeatures: ['avx2', 'avx512f', 'avx512_vnni', 'amx_int8'] });
+    expect([e.weights, e.weightsDetail.amx]).toEqual([816128, 737280]);
+  });
+});
