@@ -10,6 +10,7 @@ import { cacheListing, pullExitStatus, runPull } from './pull-command.js';
 import { HashUsageError, parseHashArgs, runHash } from './hash-command.js';
 import { mergeModel, splitModel } from '../edit/split-model.js';
 import { EditUsageError, runEdit } from './edit-command.js';
+import { EstimateUsageError, estimateRows, formatEstimate, parseEstimateArgs } from './estimate-command.js';
 import { convertEndian } from '../edit/convert-endian.js';
 import { progressBar, type ProgressBar } from './progress-bar.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
@@ -32,6 +33,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
+       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
@@ -85,6 +87,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    compare with a manifest (the lines printed before); exit 1 on a
                    mismatch, 3 when nothing in it matches, 4 no known kind, 5 unreadable
 
+  estimate MODEL   memory llama.cpp v0.5.0 allocates on the CPU for the model (weights, repacked
+                   weights, KV cache, output, compute buffer), from the header alone (a URL
+                   or hf: URI reads only the header); without --ctx, for 4096, 8192, ... up
+                   to the trained context. Defaults as llama-server's: 1 sequence, f16 cache,
+                   flash attention on, ubatch 512.
+
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
 
@@ -133,6 +141,7 @@ function run(argv: string[]): number {
     return 0;
   }
   if (command === 'warm') return warm(rest);
+  if (command === 'estimate') return estimate(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -325,6 +334,26 @@ function withProgressBar<T>(work: (bar: ProgressBar) => T): T {
   } finally {
     bar.end();
   }
+}
+
+/** `estimate MODEL`: a table of estimateMemory figures (estimate-command.ts). */
+function estimate(args: string[]): number {
+  const parsed = asUsage(() => parseEstimateArgs(args), EstimateUsageError);
+  if (isRemote(parsed.model)) {
+    openGgufRemote(parsed.model)
+      .then((g) => {
+        try {
+          process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json));
+        } finally {
+          g.close();
+        }
+      })
+      .catch(report);
+    return 0;
+  }
+  using g = openGguf(parsed.model);
+  process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json));
+  return 0;
 }
 
 /** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */

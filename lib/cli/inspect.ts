@@ -1,4 +1,5 @@
 import type { GgufFile } from '../file/gguf-file.js';
+import { estimateLine } from './estimate-command.js';
 import type { GgufValue } from '../file/metadata.js';
 
 /** JSON text of a number: -0 stays -0, non-finite floats become their names as strings. */
@@ -131,6 +132,8 @@ export function inspectText(g: GgufFile, path: string): string {
       return `${printable(k)} ${shown}`;
     });
     if (hyper.length > 0) lines.push(`hyper      ${hyper.join(', ')}`);
+    const memory = estimateLine(g);
+    if (memory !== undefined) lines.push(`memory     ${memory}`);
   }
   lines.push('');
   lines.push(`metadata (${g.metadata.size})`);

@@ -1,0 +1,128 @@
+/**
+ * What the estimator knows of each llama.cpp v0.5.0 architecture: which memory it gets
+ * (llama_model::create_memory) and its sliding-window rule (each model's load_arch_hparams).
+ * An architecture missing here is UNSUPPORTED_ARCHITECTURE, never a guess.
+ */
+
+/** The memory module llama.cpp builds for the architecture. */
+export type MemoryKind =
+  /** No memory: encoders and diffusion models (bert, llada, ...). */
+  | 'none'
+  /** The attention KV cache (with an iSWA split when the model has sliding-window layers). */
+  | 'kv'
+  /** Recurrent state only (Mamba, RWKV). */
+  | 'recurrent'
+  /** Attention KV cache for some layers and recurrent state for others. */
+  | 'hybrid';
+
+export interface ArchitectureRule {
+  readonly memory: MemoryKind;
+  /**
+   * Sliding-window layers: 'array' when only `attention.sliding_window_pattern` (a per-layer
+   * array) says; a number n is the default period when the key is absent or a number (layer il
+   * slides when il % n < n - 1, or when il % n != 0 with denseFirst); 'all' slides every layer.
+   */
+  readonly swa?: 'array' | 'all' | number;
+  readonly swaDenseFirst?: boolean;
+  /** The window when the file names none (gemma2: 4096). */
+  readonly swaDefaultWindow?: number;
+  /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
+  readonly swaOnlyWithLayers?: number;
+  /** Chunked attention (llama4) instead of a sliding window: same cache size rule. */
+  readonly chunked?: boolean;
+  /** A sparse-attention indexer key cache beside the KV cache (DSA, MSA, QSA). */
+  readonly indexer?: 'dsa' | 'msa' | 'qsa';
+  /** Attention and recurrent state on every layer (Falcon-H1). */
+  readonly allLayersBoth?: boolean;
+  /** Attention only where the layer has no FFN (Nemotron-H). */
+  readonly attentionWhereNoFfn?: boolean;
+  /**
+   * Hybrids that mark recurrent layers by `attention.recurrent_layers` or else every layer but
+   * each `full_attention_interval`-th (this default) is recurrent; other hybrids mark the layers
+   * whose head_count_kv is 0.
+   */
+  readonly fullAttentionInterval?: number;
+  /** Only the first n layers have a KV cache; the others share it (Gemma 3n: 20). */
+  readonly kvLayersFromStart?: number;
+}
+
+const KV: ArchitectureRule = { memory: 'kv' };
+const NONE: ArchitectureRule = { memory: 'none' };
+const RECURRENT: ArchitectureRule = { memory: 'recurrent' };
+const HYBRID: ArchitectureRule = { memory: 'hybrid' };
+
+export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
+  // Plain attention KV cache.
+  llama: KV, deci: KV, falcon: KV, grok: KV, gpt2: KV, gptj: KV, gptneox: KV, mpt: KV, baichuan: KV,
+  starcoder: KV, refact: KV, bloom: KV, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
+  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: KV, phimoe: KV, plamo: KV, codeshell: KV,
+  orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
+  'command-r': KV, dbrx: KV, olmo: KV, olmoe: KV, openelm: KV, arctic: KV, deepseek: KV, deepseek2: KV,
+  'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: KV, jais2: KV,
+  nemotron: KV, exaone: KV, granite: KV, granitemoe: KV, graniteswitch: KV, chameleon: KV, plm: KV,
+  bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
+  'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: KV, smollm3: KV, seed_oss: KV,
+  grovemoe: KV, apertus: KV, 'minimax-m2': KV, cogvlm: KV, 'pangu-embedded': KV, mistral3: KV,
+  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: KV, qwen3tts: KV,
+  'llama-embed': KV, hrm_text: KV, pockettts: KV,
+  // Sliding-window (iSWA) layers.
+  gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },
+  gemma3: { memory: 'kv', swa: 6 },
+  gemma3n: { memory: 'kv', swa: 5, kvLayersFromStart: 20 },
+  gemma4: { memory: 'kv', swa: 'array' },
+  'gemma4-assistant': { memory: 'kv', swa: 'array' },
+  cohere2: { memory: 'kv', swa: 4 },
+  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true },
+  afmoe: { memory: 'kv', swa: 4 },
+  'exaone-moe': { memory: 'kv', swa: 4, swaDefaultWindow: 128 },
+  exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64 },
+  granite_swa: { memory: 'kv', swa: 'array' },
+  laguna: { memory: 'kv', swa: 4, swaDenseFirst: true },
+  llama4: { memory: 'kv', swa: 4, chunked: true, swaDefaultWindow: 8192 },
+  maple: { memory: 'kv', swa: 'array' },
+  mellum: { memory: 'kv', swa: 4 },
+  mimo2: { memory: 'kv', swa: 'array' },
+  'muse-glimmer': { memory: 'kv', swa: 4 },
+  olmo2: { memory: 'kv', swa: 4 },
+  'gpt-oss': { memory: 'kv', swa: 2 },
+  plamo3: { memory: 'kv', swa: 8 },
+  smallthinker: { memory: 'kv', swa: 4, swaDenseFirst: true },
+  spark2_5: { memory: 'kv', swa: 'array' },
+  step35: { memory: 'kv', swa: 'array' },
+  dflash: { memory: 'kv', swa: 'array' },
+  // Sparse attention with an indexer key cache.
+  deepseek32: { memory: 'kv', indexer: 'dsa' },
+  'glm-dsa': { memory: 'kv', indexer: 'dsa' },
+  hy_v4: { memory: 'kv', indexer: 'dsa' },
+  dots3note: { memory: 'kv', indexer: 'dsa', swa: 'array' },
+  'minimax-m3': { memory: 'kv', indexer: 'msa' },
+  // Recurrent state.
+  mamba: RECURRENT, mamba2: RECURRENT, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
+  arwkv7: RECURRENT,
+  // Hybrids.
+  jamba: HYBRID, plamo2: HYBRID, granitehybrid: HYBRID, 'kimi-linear': HYBRID, bailingmoe3: HYBRID,
+  'kimi-k3': HYBRID,
+  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4 },
+  qwen35: { memory: 'hybrid', fullAttentionInterval: 4 },
+  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4 },
+  'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
+  // LFM2: every attention layer slides once the file names a window.
+  lfm2: { memory: 'hybrid', swa: 'all' },
+  lfm2moe: { memory: 'hybrid', swa: 'all' },
+  'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
+  nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true },
+  nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true },
+  qwen4exp: { memory: 'hybrid', indexer: 'qsa', fullAttentionInterval: 4 },
+  // No memory: encoders and diffusion models.
+  bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,
+  'neo-bert': NONE, eurobert: NONE, 'wavtokenizer-dec': NONE, 'modern-bert': NONE,
+  'gemma-embedding': NONE, dream: NONE, llada: NONE, 'llada-moe': NONE, rnd1: NONE, t5encoder: NONE,
+};
+
+/**
+ * Architectures llama.cpp v0.5.0 has whose memory the estimate does not model: an explicit
+ * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess.
+ */
+export const UNMODELLED: Readonly<Record<string, string>> = {
+  deepseek4: 'its compressed KV cache (llama_kv_cache_dsv4: CSA/HCA compressors with their own state) is not modelled',
+};

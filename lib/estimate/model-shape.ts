@@ -1,0 +1,246 @@
+import { GgufError } from '../errors.js';
+import type { GgufFile } from '../file/gguf-file.js';
+import { ARCHITECTURES, UNMODELLED, type ArchitectureRule } from './architectures.js';
+
+/** One layer as the memory estimate sees it. */
+export interface LayerShape {
+  readonly index: number;
+  /** Has an attention KV cache. */
+  readonly attention: boolean;
+  /** Has recurrent state. */
+  readonly recurrent: boolean;
+  readonly slidingWindow: boolean;
+  readonly headCount: number;
+  readonly headCountKv: number;
+  /** K and V row widths in elements (n_embd_k_gqa, n_embd_v_gqa; also for layers without a cache); V is 0 for MLA caches. */
+  readonly kWidth: number;
+  readonly vWidth: number;
+  /** Width of the sparse-attention indexer key kept per token (0: none). */
+  readonly indexerWidth: number;
+  /** Routes to experts (has ffn_gate_inp). */
+  readonly experts: boolean;
+}
+
+/** The hyperparameters a memory estimate needs, read from the header alone. */
+export interface ModelShape {
+  readonly architecture: string;
+  readonly rule: ArchitectureRule;
+  readonly layerCount: number;
+  readonly embeddingLength: number;
+  readonly vocabularySize: number;
+  readonly trainedContext: number | undefined;
+  readonly feedForwardMax: number;
+  readonly slidingWindow: number;
+  readonly layers: readonly LayerShape[];
+  /** Recurrent state per sequence and layer, in f32 elements: conv (r) and SSM/WKV (s) rows. */
+  readonly recurrentR: number;
+  readonly recurrentS: number;
+  readonly expertCount: number;
+  readonly expertUsedCount: number;
+  readonly expertFeedForward: number;
+  /** Sparse-attention indexer heads and key length (0 without an indexer). */
+  readonly indexerHeads: number;
+  readonly indexerKeyLength: number;
+  /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
+  readonly ssmInputWidth: number;
+  readonly ssmInner: number;
+  /** MLA's latent rank (kv_lora_rank; 0 without MLA caches). */
+  readonly kvLoraRank: number;
+  /** Width of the MLA latent projection (attn_kv_a_mqa rows; 0 without one). */
+  readonly latentWidth: number;
+  /** Attention scores are soft-capped, which keeps llama.cpp off flash attention (Grok). */
+  readonly attentionSoftcap: boolean;
+}
+
+type Meta = GgufFile['metadata'];
+
+function numberAt(meta: Meta, key: string, layer: number): number | undefined {
+  const value = meta.get(key);
+  if (value === undefined) return undefined;
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (ArrayBuffer.isView(value) || Array.isArray(value)) {
+    const v = (value as ArrayLike<number | bigint | boolean>)[layer];
+    return v === undefined ? undefined : Number(v);
+  }
+  return undefined;
+}
+
+function scalar(meta: Meta, key: string): number | undefined {
+  return numberAt(meta, key, 0);
+}
+
+function isArray(meta: Meta, key: string): boolean {
+  const value = meta.get(key);
+  return value !== undefined && (ArrayBuffer.isView(value) || Array.isArray(value));
+}
+
+function maxOf(meta: Meta, key: string, layers: number): number {
+  let max = 0;
+  for (let il = 0; il < layers; il++) max = Math.max(max, numberAt(meta, key, il) ?? 0);
+  return max;
+}
+
+/** Reads the model's shape, or UNSUPPORTED_ARCHITECTURE for an architecture llama.cpp v0.5.0 lacks. */
+export function readModelShape(file: GgufFile): ModelShape {
+  const meta = file.metadata;
+  const arch = meta.getString('general.architecture');
+  if (arch === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', 'the file names no general.architecture', 0);
+  const unmodelled = UNMODELLED[arch];
+  if (unmodelled !== undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', `architecture ${arch}: ${unmodelled}`, 0);
+  const rule = ARCHITECTURES[arch];
+  if (rule === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', `architecture ${arch} is not one the memory estimate knows (llama.cpp v0.5.0's)`, 0);
+  const k = (name: string) => `${arch}.${name}`;
+
+  const layerCount = scalar(meta, k('block_count')) ?? 0;
+  const embeddingLength = scalar(meta, k('embedding_length')) ?? 0;
+  const tokens = meta.info('tokenizer.ggml.tokens');
+  const vocabularySize = tokens?.length ?? scalar(meta, k('vocab_size')) ?? 0;
+  const names = new Set(file.tensors.map((t) => t.name));
+  const has = (il: number, tensor: string) => names.has(`blk.${il}.${tensor}.weight`);
+
+  // Sliding windows.
+  let slidingWindow = scalar(meta, k('attention.sliding_window')) ?? rule.swaDefaultWindow ?? 0;
+  const swaKey = k('attention.sliding_window_pattern');
+  let swaEnabled = rule.swa !== undefined && slidingWindow > 0;
+  if (rule.swaOnlyWithLayers !== undefined && layerCount !== rule.swaOnlyWithLayers) swaEnabled = false;
+  if (rule.swa === 'array' && !isArray(meta, swaKey)) swaEnabled = false;
+  if (!swaEnabled) slidingWindow = 0;
+  const isSwa = (il: number): boolean => {
+    if (!swaEnabled) return false;
+    if (rule.swa === 'all') return true;
+    if (isArray(meta, swaKey)) return (numberAt(meta, swaKey, il) ?? 0) !== 0;
+    const period = scalar(meta, swaKey) ?? (rule.swa as number);
+    if (period === 0) return true;
+    return rule.swaDenseFirst === true ? il % period !== 0 : il % period < period - 1;
+  };
+
+  // Recurrent layers, as each hybrid's loader marks them; appended NextN (MTP) layers never are.
+  const nextn = scalar(meta, k('nextn_predict_layers')) ?? 0;
+  const trunkLayers = layerCount - nextn;
+  const recurrentKey = k('attention.recurrent_layers');
+  const headCountKvAt = (il: number) => numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0;
+  const isRecurrent = (il: number): boolean => {
+    if (rule.memory === 'recurrent') return true;
+    if (rule.memory !== 'hybrid') return false;
+    if (rule.allLayersBoth === true) return true;
+    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.fullAttentionInterval !== undefined) {
+      if (meta.has(recurrentKey)) return (numberAt(meta, recurrentKey, isArray(meta, recurrentKey) ? il : 0) ?? 0) !== 0;
+      const interval = scalar(meta, k('full_attention_interval')) ?? rule.fullAttentionInterval;
+      return il < trunkLayers && (il + 1) % interval !== 0;
+    }
+    return headCountKvAt(il) === 0;
+  };
+
+  const kvLoraRank = scalar(meta, k('attention.kv_lora_rank')) ?? 0;
+  const mla = (scalar(meta, k('attention.key_length_mla')) ?? 0) > 0 && kvLoraRank > 0;
+  const sharedKv = scalar(meta, k('attention.shared_kv_layers')) ?? 0;
+  const indexerWidthFor = (il: number): number => {
+    if (rule.indexer === undefined) return 0;
+    const keyLength = scalar(meta, k('attention.indexer.key_length')) ?? 0;
+    if (rule.indexer === 'msa') {
+      const lead = scalar(meta, k('leading_dense_block_count')) ?? 0;
+      return il >= lead ? keyLength : 0;
+    }
+    const typesKey = k('attention.indexer.types');
+    if (rule.indexer === 'dsa' && arch !== 'deepseek32' && meta.has(typesKey)) {
+      // a per-layer (or one) indexer type: 1 marks a layer with its own full indexer (DeepSeek 3.2
+      // keeps one on every layer whatever the key says)
+      if ((numberAt(meta, typesKey, isArray(meta, typesKey) ? il : 0) ?? 0) !== 1) return 0;
+    }
+    return keyLength;
+  };
+
+  const layers: LayerShape[] = [];
+  // the sparse-attention caches and the interval hybrids' attention filter leave the NextN layers out
+  const trunk = nextn > 0 && (rule.indexer !== undefined || rule.fullAttentionInterval !== undefined) ? trunkLayers : layerCount;
+  for (let il = 0; il < layerCount; il++) {
+    const headCount = numberAt(meta, k('attention.head_count'), il) ?? 0;
+    const headCountKv = numberAt(meta, k('attention.head_count_kv'), il) ?? headCount;
+    const recurrent = isRecurrent(il);
+    const swa = isSwa(il);
+    let attention = rule.memory === 'kv' || (rule.memory === 'hybrid' && (rule.allLayersBoth === true || !recurrent));
+    if (rule.attentionWhereNoFfn === true) attention = !recurrent && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (attention && headCountKv === 0 && !mla) attention = false;
+    if (il >= trunk) attention = false;
+    if (sharedKv > 0 && il >= layerCount - sharedKv) attention = false;
+    if (rule.kvLayersFromStart !== undefined && il >= rule.kvLayersFromStart) attention = false;
+    const defaultHead = headCount > 0 ? embeddingLength / headCount : 0;
+    let keyLength = (swa ? numberAt(meta, k('attention.key_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.key_length'), il) ?? defaultHead;
+    let valueLength = (swa ? numberAt(meta, k('attention.value_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.value_length'), il) ?? defaultHead;
+    if (!has(il, 'attn_k') && !has(il, 'attn_qkv') && has(il, 'attn_kv_a_mqa') && !mla) {
+      // MLA weights without the absorbed cache (MiniCPM3): K and V per head as usual
+      keyLength = numberAt(meta, k('attention.key_length'), il) ?? keyLength;
+      valueLength = numberAt(meta, k('attention.value_length'), il) ?? valueLength;
+    }
+    layers.push({
+      index: il,
+      attention,
+      recurrent: recurrent && rule.memory !== 'kv',
+      slidingWindow: swa,
+      headCount,
+      headCountKv,
+      kWidth: headCountKv * keyLength,
+      vWidth: mla ? 0 : headCountKv * valueLength,
+      indexerWidth: attention ? indexerWidthFor(il) : 0,
+      experts: has(il, 'ffn_gate_inp'),
+    });
+  }
+
+  // Recurrent state widths (llama_hparams::n_embd_r / n_embd_s).
+  let recurrentR = 0;
+  let recurrentS = 0;
+  if (rule.memory === 'recurrent' || rule.memory === 'hybrid') {
+    const headCount0 = numberAt(meta, k('attention.head_count'), 0) ?? 0;
+    const wkvHead = scalar(meta, k('wkv.head_size')) ?? 0;
+    const shortConv = scalar(meta, k('shortconv.l_cache')) ?? 0;
+    const kdaHead = scalar(meta, k('kda.head_dim')) ?? 0;
+    // MiniMax-01's lightning attention state is key_length squared per head
+    const laHead = arch === 'minimax-01' ? scalar(meta, k('attention.key_length')) ?? (headCount0 > 0 ? embeddingLength / headCount0 : 0) : 0;
+    const dConv = scalar(meta, k('ssm.conv_kernel')) ?? 0;
+    const dInner = scalar(meta, k('ssm.inner_size')) ?? 0;
+    const dState = scalar(meta, k('ssm.state_size')) ?? 0;
+    const groups = scalar(meta, k('ssm.group_count')) ?? 0;
+    if (wkvHead !== 0) recurrentR = (scalar(meta, k('token_shift_count')) ?? 2) * embeddingLength;
+    else if (shortConv !== 0) recurrentR = embeddingLength * (shortConv - 1);
+    else if (kdaHead !== 0) recurrentR = 3 * (dConv > 0 ? dConv - 1 : 3) * headCount0 * kdaHead;
+    else recurrentR = (dConv > 0 ? dConv - 1 : 0) * (dInner + 2 * groups * dState);
+    if (wkvHead !== 0) recurrentS = embeddingLength * wkvHead;
+    else if (kdaHead !== 0) recurrentS = kdaHead * kdaHead * headCount0;
+    else if (laHead !== 0) recurrentS = laHead * laHead * headCount0;
+    else recurrentS = dState * dInner;
+    // per-layer-embedding conv history (its own row, beside the recurrent state)
+    const pleHeads = scalar(meta, k('ple.heads_per_ngram')) ?? 0;
+    const pleKernel = scalar(meta, k('ple.conv_kernel')) ?? 0;
+    if (pleHeads > 0 && pleKernel > 0) {
+      recurrentR += (pleKernel - 1) * (scalar(meta, k('ple.ngram_size')) ?? 0) * (scalar(meta, k('hyper_connection.count')) ?? 0) * embeddingLength;
+    }
+  }
+
+  return {
+    architecture: arch,
+    rule,
+    layerCount,
+    embeddingLength,
+    vocabularySize,
+    trainedContext: scalar(meta, k('context_length')),
+    feedForwardMax: maxOf(meta, k('feed_forward_length'), layerCount),
+    slidingWindow,
+    layers,
+    recurrentR,
+    recurrentS,
+    // experts only count when the file has expert tensors (the test models carry every key)
+    expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? scalar(meta, k('expert_count')) ?? 0 : 0,
+    expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
+    expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
+    indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
+    indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
+    ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
+    attentionSoftcap: arch === 'grok',
+    kvLoraRank: mla ? kvLoraRank : 0,
+    latentWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+  };
+}

@@ -1,0 +1,40 @@
+// `gguf-mmap estimate` and inspect's memory line, on the embedded sample model.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { estimateMemory, openGguf } from '../../lib/index.js';
+
+const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
+const SAMPLE = join(import.meta.dirname, '../../dist/sample.gguf');
+
+function cli(args: string[]) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('gguf-mmap estimate', () => {
+  it('--json gives estimateMemory figures for each --ctx', () => {
+    const r = cli(['estimate', SAMPLE, '--ctx', '1000', '--ctx', '8192', '--parallel', '2', '-ctk', 'q8_0', '--no-flash-attn', '--json']);
+    expect(r.status).toBe(0);
+    const rows = JSON.parse(r.stdout) as { contextSize: number; kvCache: number; total: number }[];
+    using file = openGguf(SAMPLE);
+    const options = { sequences: 2, typeK: 'q8_0', flashAttention: false } as const;
+    expect(rows.map((x) => x.contextSize)).toEqual([1024, 8192]);
+    expect(rows[0]!.kvCache).toBe(estimateMemory(file, { ...options, contextSize: 1000 }).kvCache);
+    expect(rows[1]!.total).toBe(estimateMemory(file, { ...options, contextSize: 8192 }).total);
+  });
+
+  it('without --ctx, a table up to the trained context; bad options are usage errors', () => {
+    const r = cli(['estimate', SAMPLE]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^context +weights +KV cache +output +compute +total$/m);
+    // the sample's trained context is 64 tokens, which llama.cpp pads to 256
+    expect(r.stdout).toMatch(/^ +256 +\d/m);
+    expect(cli(['estimate', SAMPLE, '--cache-type-k', 'q9']).status).toBe(1);
+    expect(cli(['estimate']).status).toBe(1);
+  });
+
+  it('inspect shows one memory line', () => {
+    expect(cli(['inspect', SAMPLE]).stdout).toMatch(/^memory +[\d.]+ MiB at 4096 tokens on the CPU/m);
+  });
+});
