@@ -2,21 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { editMetadata, type EditResult } from '../edit/edit-metadata.js';
 import { openGguf } from '../file/gguf-file.js';
-import type { GgufWriteValue } from '../format/writer.js';
+import { INTEGER_RANGES, type GgufWriteValue } from '../format/writer.js';
 import { GGUF_VALUE_TYPES, type GgufValueType } from '../format/value-types.js';
 
 export class EditUsageError extends Error {}
 
 const SCALARS = GGUF_VALUE_TYPES.filter((t) => t !== 'ARRAY');
-
-const INTEGER_RANGES = {
-  UINT8: [0, 255],
-  INT8: [-128, 127],
-  UINT16: [0, 65535],
-  INT16: [-32768, 32767],
-  UINT32: [0, 4294967295],
-  INT32: [-2147483648, 2147483647],
-} as const;
 
 /** A value typed as `type`, from the command line's text. */
 function typedValue(key: string, text: string, type: GgufValueType): GgufWriteValue {
@@ -47,7 +38,7 @@ function typedValue(key: string, text: string, type: GgufValueType): GgufWriteVa
     case 'ARRAY':
       throw new EditUsageError(`--set ${key}: arrays cannot be set from the command line`);
     default: {
-      const [min, max] = INTEGER_RANGES[type as keyof typeof INTEGER_RANGES];
+      const [min, max] = INTEGER_RANGES[type]!;
       const value = Number(text);
       if (!/^-?\d+$/.test(text) || value < min || value > max) throw bad();
       return { type, value } as GgufWriteValue;

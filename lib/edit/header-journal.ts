@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { GgufError } from '../errors.js';
-import { commit, writeAll, writeTemporaryWith } from './output-file.js';
+import { commit, processAlive, writeAll, writeTemporaryWith } from './output-file.js';
 
 const MAGIC = 'GGUFJRNL';
 const TAIL = 32; // sha256 of everything before it
@@ -64,14 +64,6 @@ function thisHost(): string {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function syncDirectory(path: string): void {
   try {
@@ -140,7 +132,7 @@ export function recoverHeaderEdit(path: string): boolean {
     rmSync(journalFile, { force: true });
     return false;
   }
-  if (journal.host === thisHost() && journal.pid !== process.pid && alive(journal.pid)) {
+  if (journal.host === thisHost() && journal.pid !== process.pid && processAlive(journal.pid)) {
     throw new GgufError('CANNOT_REWRITE', `${path} is being edited in place by process ${journal.pid} (${journalFile})`, 0);
   }
   const fd = openSync(path, 'r+');

@@ -187,7 +187,8 @@ function removeStaleTemporaries(path: string): void {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether process `pid` (on this host) still runs. */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -276,7 +276,8 @@ class ByteWriter {
   }
 }
 
-const INTEGER_RANGES: Partial<Record<GgufValueType, readonly [number, number]>> = {
+/** The integer value types' ranges (what the writer accepts, and the CLI's --set checks). */
+export const INTEGER_RANGES: Partial<Record<GgufValueType, readonly [number, number]>> = {
   UINT8: [0, 255],
   INT8: [-128, 127],
   UINT16: [0, 65535],
