@@ -16,6 +16,7 @@ import { formatBytes, inspectText, printable, writeInspectJson } from './inspect
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 import { closestName, commandHelp, commandHelpText, commandNames } from './usage.js';
+import { parseViewArgs, runView, ViewUsageError } from './view-command.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -31,6 +32,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
+       gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
@@ -85,6 +87,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    compare with a manifest (the lines printed before); exit 1 on a
                    mismatch, 3 when nothing in it matches, 4 no known kind, 5 unreadable
 
+  view TARGET      look at a model in the browser: serves a page on 127.0.0.1 (a free port
+                   unless --port N) and prints its URL with a fresh access token; summary,
+                   layer map, tensor table, each tensor's statistics and histogram, metadata.
+                   A URL or hf: URI fetches a tensor's bytes only when it is opened.
+                   --open starts the system browser; Ctrl-C ends it
+
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
 
@@ -127,6 +135,10 @@ function run(argv: string[]): number {
   if (command === 'merge') return mergeCommand(rest);
   if (command === 'convert-endian') return convertEndianCommand(rest);
   if (command === 'pull') return pull(rest);
+  if (command === 'view') {
+    runView(asUsage(() => parseViewArgs(rest), ViewUsageError), (line) => process.stdout.write(line)).catch(report);
+    return 0;
+  }
   if (command === 'cache') {
     if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
     process.stdout.write(cacheListing(rest.includes('--json')));

@@ -1,0 +1,124 @@
+import { canDequantize } from '../dequant/dequantize.js';
+import { GgufError } from '../errors.js';
+import type { GgufTensor } from '../file/tensor.js';
+
+/** Past this many values a tensor's statistics come from a deterministic sample of its rows. */
+export const DEFAULT_SAMPLE_LIMIT = 16 * 1024 * 1024;
+/** Histogram bins over [min, max] of the finite values. */
+export const HISTOGRAM_BINS = 64;
+// A sample is this many runs of consecutive rows, spread evenly from the first row to the last:
+// few enough that a remote model needs few range requests, enough to see every part of the tensor.
+const SAMPLE_RUNS = 64;
+
+/** Statistics of a tensor's values (all of them, or the sample that `sampled` describes). */
+export interface TensorStats {
+  /** Values looked at (the tensor's elements, or the sample's). */
+  count: number;
+  /** False when every value was counted; else which rows were. */
+  sampled: false | { rows: number; runs: number; rowsPerRun: number; of: number };
+  /** Values neither NaN nor ±Inf: the histogram's counts sum to this (count - nan - inf). */
+  finite: number;
+  /** Of the finite values; null when there is none. */
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  /** Population standard deviation of the finite values. */
+  std: number | null;
+  nan: number;
+  /** +Inf and -Inf together, and each. */
+  inf: number;
+  posInf: number;
+  negInf: number;
+  /** Values equal to zero (+0 and -0). */
+  zeros: number;
+  /** `edges` has one more entry than `counts`; bin i holds edges[i] <= v < edges[i+1] (the last bin includes max). */
+  histogram: { edges: number[]; counts: number[] };
+}
+
+/**
+ * The rows to read for a tensor of `rows` rows of `rowLength` values: every row when the tensor
+ * has at most `limit` values; else `runs` runs of `rowsPerRun` consecutive rows, the first run at
+ * row 0, the last ending at the last row, the others evenly between (run r starts at
+ * floor(r * (rows - rowsPerRun) / (runs - 1))). Same tensor, same rows: the figures do not move.
+ */
+export function sampleRows(rows: number, rowLength: number, limit: number): { runStarts: number[]; rowsPerRun: number } | undefined {
+  if (rows * rowLength <= limit || rows <= 1) return undefined;
+  const wanted = Math.max(1, Math.floor(limit / Math.max(1, rowLength)));
+  const runs = Math.min(SAMPLE_RUNS, wanted);
+  const rowsPerRun = Math.floor(wanted / runs);
+  const runStarts: number[] = [];
+  for (let r = 0; r < runs; r++) runStarts.push(runs === 1 ? 0 : Math.floor((r * (rows - rowsPerRun)) / (runs - 1)));
+  return { runStarts, rowsPerRun };
+}
+
+/** The statistics of `values` (see TensorStats; `sampled` is left for the caller). */
+export function statsOf(values: Float32Array, bins = HISTOGRAM_BINS): Omit<TensorStats, 'sampled'> {
+  let nan = 0;
+  let posInf = 0;
+  let negInf = 0;
+  let zeros = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  let sum = 0;
+  const n = values.length;
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    if (v !== v) {
+      nan++;
+    } else if (v === Infinity) {
+      posInf++;
+    } else if (v === -Infinity) {
+      negInf++;
+    } else {
+      if (v === 0) zeros++;
+      if (v < min) min = v;
+      if (v > max) max = v;
+      sum += v;
+    }
+  }
+  const finite = n - nan - posInf - negInf;
+  const base = { count: n, finite, nan, inf: posInf + negInf, posInf, negInf, zeros };
+  if (finite === 0) return { ...base, min: null, max: null, mean: null, std: null, histogram: { edges: [], counts: [] } };
+  const mean = sum / finite;
+  // Two passes (mean, then squared deviations): no cancellation of sum-of-squares.
+  const binCount = min === max ? 1 : bins;
+  const width = (max - min) / binCount;
+  const counts = new Array<number>(binCount).fill(0);
+  let squares = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    if (v - v !== 0) continue; // NaN and ±Inf
+    const d = v - mean;
+    squares += d * d;
+    const bin = width === 0 ? 0 : Math.min(binCount - 1, Math.floor((v - min) / width));
+    counts[bin]!++;
+  }
+  const edges = Array.from({ length: binCount + 1 }, (_, i) => (i === binCount ? max : min + width * i));
+  return { ...base, min, max, mean, std: Math.sqrt(squares / finite), histogram: { edges, counts } };
+}
+
+/** The sampled rows as ids for gatherRows (run after run). */
+export function sampleRowIds(sample: { runStarts: number[]; rowsPerRun: number }): Uint32Array {
+  const ids = new Uint32Array(sample.runStarts.length * sample.rowsPerRun);
+  let k = 0;
+  for (const start of sample.runStarts) for (let j = 0; j < sample.rowsPerRun; j++) ids[k++] = start + j;
+  return ids;
+}
+
+/**
+ * A tensor's statistics, dequantized by the library's kernels off the event loop (native where the
+ * addon has the type): every value up to `limit`, past it the rows sampleRows() picks. A remote
+ * tensor's bytes (or the sampled rows') are fetched here, by range.
+ */
+export async function tensorStats(tensor: GgufTensor, limit = DEFAULT_SAMPLE_LIMIT): Promise<TensorStats> {
+  if (!canDequantize(tensor.type)) {
+    throw new GgufError('NO_DEQUANTIZER', `tensor '${tensor.name}' is ${tensor.type}, which has no float conversion`, tensor.fileOffset);
+  }
+  const sample = sampleRows(tensor.rows, tensor.rowLength, limit);
+  if (sample === undefined) {
+    return { ...statsOf(await tensor.dequantizeAsync()), sampled: false };
+  }
+  const values = await tensor.gatherRowsAsync(sampleRowIds(sample));
+  const rows = sample.runStarts.length * sample.rowsPerRun;
+  return { ...statsOf(values), sampled: { rows, runs: sample.runStarts.length, rowsPerRun: sample.rowsPerRun, of: tensor.rows } };
+}
