@@ -1,4 +1,4 @@
-import type { GgufFile } from '../file/gguf-file.js';
+import type { TensorIndex } from './tensor-index.js';
 
 /** A tensor's place on the map. */
 export interface LayerCell {
@@ -31,7 +31,7 @@ const MAX_CELLS = 20_000;
 const MAX_OTHERS = 200;
 
 /** Blocks × tensor kinds from names of the form `blk.N.KIND`, as llama.cpp names a model's layers. */
-export function layerMap(file: GgufFile): LayerMap {
+export function layerMap(tensors: TensorIndex): LayerMap {
   const kinds = new Map<string, number>();
   const kindList: { name: string; maxBytes: number }[] = [];
   const cells: LayerCell[] = [];
@@ -39,17 +39,18 @@ export function layerMap(file: GgufFile): LayerMap {
   let otherCount = 0;
   let blocks = 0;
   let truncated = false;
-  file.tensors.forEach((t, index) => {
+  for (let index = 0; index < tensors.size; index++) {
+    const t = { name: tensors.names[index]!, type: tensors.types[index]!, nbytes: tensors.sizes[index]! };
     const m = BLOCK_NAME.exec(t.name);
     if (m === null || m[1]!.length > 6) {
       otherCount++;
       if (others.length < MAX_OTHERS) others.push({ index, name: t.name, type: t.type, nbytes: t.nbytes });
-      return;
+      continue;
     }
     const block = Number(m[1]);
     if (cells.length >= MAX_CELLS) {
       truncated = true;
-      return;
+      continue;
     }
     let kind = kinds.get(m[2]!);
     if (kind === undefined) {
@@ -60,6 +61,6 @@ export function layerMap(file: GgufFile): LayerMap {
     kindList[kind]!.maxBytes = Math.max(kindList[kind]!.maxBytes, t.nbytes);
     blocks = Math.max(blocks, block + 1);
     cells.push({ block, kind, index, name: t.name, type: t.type, nbytes: t.nbytes });
-  });
+  }
   return { blocks, kinds: kindList, cells, others, otherCount, truncated };
 }

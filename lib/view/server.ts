@@ -6,6 +6,7 @@ import { writeSummaryJson } from '../cli/inspect.js';
 import { canDequantize } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
+import type { GgufTensor } from '../file/tensor.js';
 import { packageRoot } from '../package-root.js';
 import { COMMON_HEADERS, hostAllowed, newAccessToken, PAGE_POLICY, tokenCookie, tokenOf } from './access.js';
 import { layerMap, type LayerMap } from './layer-map.js';
@@ -99,20 +100,19 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     return (summaryJson = pieces.join(''));
   }
 
-  function tensorNamed(encoded: string): { i: number } {
+  function tensorNamed(encoded: string): { i: number; tensor: GgufTensor } {
     let name: string;
     try {
       name = decodeURIComponent(encoded);
     } catch {
       throw new HttpError(400, 'BAD_REQUEST', 'a tensor name that is not URI-encoded UTF-8');
     }
-    const t = file.tensor(name);
-    if (t === undefined) throw new HttpError(404, 'NOT_FOUND', `no tensor named ${JSON.stringify(name)}`);
-    return { i: file.tensors.indexOf(t) };
+    const i = tensorIndex().find(name);
+    if (i < 0) throw new HttpError(404, 'NOT_FOUND', `no tensor named ${JSON.stringify(name)}`);
+    return { i, tensor: file.tensor(name)! };
   }
 
-  function tensorDetail(i: number): object {
-    const t = file.tensors[i]!;
+  function tensorDetail(i: number, t: GgufTensor): object {
     const sample = sampleRows(t.rows, t.rowLength, sampleLimit);
     const rowBytes = t.rows === 0 ? 0 : t.nbytes / t.rows;
     return {
@@ -132,10 +132,10 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     };
   }
 
-  function statsOf(i: number): Promise<TensorStats> {
+  function statsOf(i: number, tensor: GgufTensor): Promise<TensorStats> {
     let job = stats.get(i);
     if (job === undefined) {
-      job = statsQueue.then(() => tensorStats(file.tensors[i]!, sampleLimit));
+      job = statsQueue.then(() => tensorStats(tensor, sampleLimit));
       statsQueue = job.catch(() => undefined);
       // A failure (a network error) is not kept: opening the tensor again tries again.
       job.catch(() => stats.delete(i));
@@ -154,15 +154,15 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     if (path.startsWith('/api/tensors/')) {
       const rest = path.slice('/api/tensors/'.length);
       if (rest.endsWith('/stats')) {
-        const { i } = tensorNamed(rest.slice(0, -'/stats'.length));
-        const t = file.tensors[i]!;
-        const result = await statsOf(i);
+        const { i, tensor: t } = tensorNamed(rest.slice(0, -'/stats'.length));
+        const result = await statsOf(i, t);
         return JSON.stringify({ tensor: t.name, type: t.type, ...result });
       }
       if (rest.includes('/')) throw new HttpError(404, 'NOT_FOUND', 'no such endpoint');
-      return JSON.stringify(tensorDetail(tensorNamed(rest).i));
+      const { i, tensor } = tensorNamed(rest);
+      return JSON.stringify(tensorDetail(i, tensor));
     }
-    if (path === '/api/layers') return JSON.stringify((layers ??= layerMap(file)));
+    if (path === '/api/layers') return JSON.stringify((layers ??= layerMap(tensorIndex())));
     if (path === '/api/metadata') return JSON.stringify((metadata ??= metadataEntries(file)));
     if (path.startsWith('/api/metadata/')) {
       let key: string;
