@@ -53,6 +53,23 @@ export function sampleRows(rows: number, rowLength: number, limit: number): { ru
 
 /** The statistics of `values` (see TensorStats; `sampled` is left for the caller). */
 export function statsOf(values: Float32Array, bins = HISTOGRAM_BINS): Omit<TensorStats, 'sampled'> {
+  const n = values.length;
+  const first = firstPass(values);
+  const { nan, posInf, negInf, zeros, min, max } = first;
+  const finite = n - nan - posInf - negInf;
+  const base = { count: n, finite, nan, inf: posInf + negInf, posInf, negInf, zeros };
+  if (finite === 0) return { ...base, min: null, max: null, mean: null, std: null, histogram: { edges: [], counts: [] } };
+  const mean = first.sum / finite;
+  const binCount = min === max ? 1 : bins;
+  const width = (max - min) / binCount;
+  const { counts, squares } = secondPass(values, mean, min, width === 0 ? 0 : 1 / width, binCount);
+  const edges = Array.from({ length: binCount + 1 }, (_, i) => (i === binCount ? max : min + width * i));
+  return { ...base, min, max, mean, std: Math.sqrt(squares / finite), histogram: { edges, counts: Array.from(counts) } };
+}
+
+// The two passes are separate small functions with typed locals: V8 keeps them optimized
+// (16M values each in tens of milliseconds).
+function firstPass(values: Float32Array) {
   let nan = 0;
   let posInf = 0;
   let negInf = 0;
@@ -63,38 +80,33 @@ export function statsOf(values: Float32Array, bins = HISTOGRAM_BINS): Omit<Tenso
   const n = values.length;
   for (let i = 0; i < n; i++) {
     const v = values[i]!;
-    if (v !== v) {
-      nan++;
-    } else if (v === Infinity) {
-      posInf++;
-    } else if (v === -Infinity) {
-      negInf++;
-    } else {
-      if (v === 0) zeros++;
+    if (v - v === 0) {
       if (v < min) min = v;
       if (v > max) max = v;
+      if (v === 0) zeros++;
       sum += v;
-    }
+    } else if (v !== v) nan++;
+    else if (v > 0) posInf++;
+    else negInf++;
   }
-  const finite = n - nan - posInf - negInf;
-  const base = { count: n, finite, nan, inf: posInf + negInf, posInf, negInf, zeros };
-  if (finite === 0) return { ...base, min: null, max: null, mean: null, std: null, histogram: { edges: [], counts: [] } };
-  const mean = sum / finite;
-  // Two passes (mean, then squared deviations): no cancellation of sum-of-squares.
-  const binCount = min === max ? 1 : bins;
-  const width = (max - min) / binCount;
-  const counts = new Array<number>(binCount).fill(0);
+  return { nan, posInf, negInf, zeros, min, max, sum };
+}
+
+/** Squared deviations from `mean` (two passes: no cancellation), and bin counts: bin = floor((v - min) * scale), the last bin holding max. */
+function secondPass(values: Float32Array, mean: number, min: number, scale: number, bins: number) {
+  const counts = new Float64Array(bins);
   let squares = 0;
+  const last = bins - 1;
+  const n = values.length;
   for (let i = 0; i < n; i++) {
     const v = values[i]!;
     if (v - v !== 0) continue; // NaN and ±Inf
     const d = v - mean;
     squares += d * d;
-    const bin = width === 0 ? 0 : Math.min(binCount - 1, Math.floor((v - min) / width));
-    counts[bin]!++;
+    const bin = Math.floor((v - min) * scale);
+    counts[bin > last ? last : bin]!++;
   }
-  const edges = Array.from({ length: binCount + 1 }, (_, i) => (i === binCount ? max : min + width * i));
-  return { ...base, min, max, mean, std: Math.sqrt(squares / finite), histogram: { edges, counts } };
+  return { counts, squares };
 }
 
 /** The sampled rows as ids for gatherRows (run after run). */

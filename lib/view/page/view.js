@@ -103,7 +103,7 @@ function renderSummary(s) {
     legend.append(el('li', {}, swatch, `${t.type} ${bytes(t.bytes)} (${((t.bytes / total) * 100).toFixed(1)}%), ${t.tensors} tensors, ${t.bitsPerWeight.toFixed(2)} bpw`));
   }
   const hyper = $('hyper');
-  for (const [k, v] of Object.entries(h)) hyper.append(el('tr', {}, el('td', { text: k }), el("td", { text: Array.isArray(v) ? `[${v.map(num).join(", ")}]` : num(v) })));
+  for (const [k, v] of Object.entries(h)) fact(hyper, k, Array.isArray(v) ? `[${v.map(num).join(', ')}]` : num(v));
 }
 
 // ---- tooltip -------------------------------------------------------------------------------
