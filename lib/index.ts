@@ -36,3 +36,6 @@ export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-mod
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
 export { recoverHeaderEdit } from './edit/header-journal.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';
+export { startViewServer } from './view/start.js';
+export type { ViewServer, ViewServerOptions } from './view/server.js';
+export type { TensorStats } from './view/tensor-stats.js';

@@ -16,7 +16,6 @@ import { formatBytes, inspectText, printable, writeInspectJson } from './inspect
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 import { closestName, commandHelp, commandHelpText, commandNames } from './usage.js';
-import { parseViewArgs, runView, ViewUsageError } from './view-command.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -136,7 +135,10 @@ function run(argv: string[]): number {
   if (command === 'convert-endian') return convertEndianCommand(rest);
   if (command === 'pull') return pull(rest);
   if (command === 'view') {
-    runView(asUsage(() => parseViewArgs(rest), ViewUsageError), (line) => process.stdout.write(line)).catch(report);
+    // Loaded only for this command: the server's modules cost the other commands nothing.
+    import('./view-command.js')
+      .then(({ parseViewArgs, runView, ViewUsageError }) => runView(asUsage(() => parseViewArgs(rest), ViewUsageError), (line) => process.stdout.write(line)))
+      .catch(report);
     return 0;
   }
   if (command === 'cache') {
