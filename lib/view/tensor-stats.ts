@@ -54,7 +54,12 @@ export function sampleRows(rows: number, rowLength: number, limit: number): { ru
 /** The statistics of `values` (see TensorStats; `sampled` is left for the caller). */
 export function statsOf(values: Float32Array, bins = HISTOGRAM_BINS): Omit<TensorStats, 'sampled'> {
   const n = values.length;
-  const first = firstPass(values);
+  // Almost every tensor holds only finite values: a pass with no test for NaN or ±Inf, whose sum
+  // says whether there were any (a NaN or an infinity makes it non-finite; float32 values cannot
+  // overflow a float64 sum); only then the careful pass.
+  const quick = quickPass(values);
+  const allFinite = Number.isFinite(quick.sum) && n > 0;
+  const first = allFinite ? { ...quick, nan: 0, posInf: 0, negInf: 0 } : firstPass(values);
   const { nan, posInf, negInf, zeros, min, max } = first;
   const finite = n - nan - posInf - negInf;
   const base = { count: n, finite, nan, inf: posInf + negInf, posInf, negInf, zeros };
@@ -62,12 +67,45 @@ export function statsOf(values: Float32Array, bins = HISTOGRAM_BINS): Omit<Tenso
   const mean = first.sum / finite;
   const binCount = min === max ? 1 : bins;
   const width = (max - min) / binCount;
-  const { counts, squares } = secondPass(values, mean, min, width === 0 ? 0 : 1 / width, binCount);
+  const { counts, squares } = (allFinite ? secondPassFinite : secondPass)(values, mean, min, width === 0 ? 0 : 1 / width, binCount);
   const edges = Array.from({ length: binCount + 1 }, (_, i) => (i === binCount ? max : min + width * i));
   return { ...base, min, max, mean, std: Math.sqrt(squares / finite), histogram: { edges, counts: Array.from(counts) } };
 }
 
-// The two passes are separate small functions with typed locals: V8 keeps them optimized
+function quickPass(values: Float32Array) {
+  let zeros = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  let sum = 0;
+  const n = values.length;
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    if (v < min) min = v;
+    if (v > max) max = v;
+    if (v === 0) zeros++;
+    sum += v;
+  }
+  return { zeros, min, max, sum };
+}
+
+/** secondPass for values known to be finite. */
+function secondPassFinite(values: Float32Array, mean: number, min: number, scale: number, bins: number) {
+  const counts = new Int32Array(bins);
+  let squares = 0;
+  const last = bins - 1;
+  const n = values.length;
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    const d = v - mean;
+    squares += d * d;
+    let bin = ((v - min) * scale) | 0;
+    if (bin > last) bin = last;
+    counts[bin] = (counts[bin]! + 1) | 0;
+  }
+  return { counts, squares };
+}
+
+// The passes are separate small functions with typed locals: V8 keeps them optimized
 // (16M values each in tens of milliseconds).
 function firstPass(values: Float32Array) {
   let nan = 0;
@@ -94,7 +132,7 @@ function firstPass(values: Float32Array) {
 
 /** Squared deviations from `mean` (two passes: no cancellation), and bin counts: bin = floor((v - min) * scale), the last bin holding max. */
 function secondPass(values: Float32Array, mean: number, min: number, scale: number, bins: number) {
-  const counts = new Float64Array(bins);
+  const counts = new Int32Array(bins);
   let squares = 0;
   const last = bins - 1;
   const n = values.length;
@@ -103,8 +141,9 @@ function secondPass(values: Float32Array, mean: number, min: number, scale: numb
     if (v - v !== 0) continue; // NaN and ±Inf
     const d = v - mean;
     squares += d * d;
-    const bin = Math.floor((v - min) * scale);
-    counts[bin > last ? last : bin]!++;
+    let bin = ((v - min) * scale) | 0; // in [0, bins]: an int32 index keeps the store on the fast path
+    if (bin > last) bin = last;
+    counts[bin] = (counts[bin]! + 1) | 0;
   }
   return { counts, squares };
 }
