@@ -230,6 +230,25 @@ describe('view server: API', () => {
   });
 });
 
+describe('view server: a type without a float conversion', () => {
+  it('the tensor says so, and its statistics are 422 NO_DEQUANTIZER', async () => {
+    const idsPath = join(dir, 'ids.gguf');
+    writeGgufFile(idsPath, { tensors: [{ name: 'ids', type: 'I64', shape: [4] }] });
+    using file = openGguf(idsPath);
+    const s = await startViewServer(file);
+    try {
+      const get = async (p: string) => {
+        const r = await rawGet(s.port, `${p}?token=${s.token}`);
+        return { status: r.status, json: JSON.parse(r.body) };
+      };
+      expect((await get('/api/tensors/ids')).json.canDequantize).toBe(false);
+      expect(await get('/api/tensors/ids/stats')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('view server: a split model', () => {
   it('any part shows the whole model; a tensor of the last part has its part, offset and values', async () => {
     const paths = writeGgufSplit(join(dir, 'split'), viewModelSpec(), { maxTensors: 4 });
