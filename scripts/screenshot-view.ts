@@ -6,9 +6,9 @@
 // Without MODEL it pictures a file shaped like TinyLlama's Q4_K_M (scripts/tinyllama-shape.ts:
 // same metadata, tensors and types; the tensors hold zeros but for the one the page opens,
 // blk.0.attn_q.weight, whose Q4_K blocks are random with scales of a trained model's size).
-// The image is a palette PNG of some 64 colours.
+// The image is a palette PNG of 64 colours (pngquant), about 70 KiB.
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomFillSync } from 'node:crypto';
@@ -64,12 +64,14 @@ function pictureModel(): string {
   return path;
 }
 
-/** Quantizes the screenshot to a 64-colour palette with pngquant (Debian: apt-get install pngquant) or ImageMagick; else copies it as it is. */
+/** Quantizes the screenshot to a 64-colour palette with pngquant (Debian: apt-get install pngquant); without it, copies it as it is, and says so. */
 function shrink(raw: string, out: string): void {
-  const has = (tool: string) => existsSync(join('/usr/bin', tool));
-  if (has('pngquant')) execFileSync('pngquant', ['--force', '--strip', '64', '--speed=1', '--output', out, raw]);
-  else if (has('convert')) execFileSync('convert', [raw, '-colors', '64', '-strip', `PNG8:${out}`]);
-  else execFileSync('cp', [raw, out]);
+  if (existsSync('/usr/bin/pngquant')) {
+    execFileSync('/usr/bin/pngquant', ['--force', '--strip', '64', '--speed=1', '--output', out, raw]);
+    return;
+  }
+  process.stderr.write('screenshot-view: no pngquant (apt-get install pngquant): the picture is kept unquantized, several times larger\n');
+  copyFileSync(raw, out);
 }
 
 main().catch((error: unknown) => {
