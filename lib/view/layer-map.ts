@@ -26,8 +26,9 @@ export interface LayerMap {
 }
 
 const BLOCK_NAME = /^blk\.(\d+)\.(.+)$/;
-// A map wider or longer than this is no longer a picture: the first blocks are drawn, and the page says so.
-const MAX_CELLS = 20_000;
+// A map larger than this is no longer a picture (and thousands of cells take the page seconds to
+// lay out): the first blocks are drawn, and the page says so.
+const MAX_CELLS = 4096;
 const MAX_OTHERS = 200;
 
 /** Blocks × tensor kinds from names of the form `blk.N.KIND`, as llama.cpp names a model's layers. */

@@ -164,7 +164,7 @@ function renderLayers(map) {
   const notes = [];
   if (map.blocks === 0) notes.push('No tensors named blk.N.* in this model.');
   if (map.otherCount > map.others.length) notes.push(`${map.otherCount.toLocaleString('en-US')} tensors outside the blocks; the first ${map.others.length} shown.`);
-  if (map.truncated) notes.push('Only the first blocks are drawn (a map past 20,000 cells).');
+  if (map.truncated) notes.push('Only the first blocks are drawn (a map past 4,096 cells).');
   $('layer-note').textContent = notes.join(' ');
 }
 
@@ -233,7 +233,7 @@ function resetTable() {
     b.classList.toggle('active', b.dataset.sort === key);
     b.classList.toggle('desc', b.dataset.sort === key && table.sort.startsWith('-'));
   }
-  loadPage(0).catch(showError);
+  return loadPage(0).catch(showError);
 }
 
 function setupTable() {
@@ -254,7 +254,7 @@ function setupTable() {
   }
   $('tensor-scroll').addEventListener('scroll', () => drawRows(), { passive: true });
   table.matched = summary.view.tensorCount;
-  resetTable();
+  return resetTable();
 }
 
 // ---- one tensor: facts, then statistics and histogram -----------------------------------------
@@ -455,7 +455,9 @@ async function main() {
   summary = await api('/api/summary');
   renderSummary(summary);
   document.body.dataset.ready = 'summary';
-  setupTable();
+  // The table's first rows before the layer map: for a million tensors the map's names take the
+  // server a second to decode, and the rows need none of them.
+  await setupTable();
   setupArrayView();
   setupText(summary.view.features);
   const [layers, metadata] = await Promise.all([api('/api/layers'), api('/api/metadata')]);
