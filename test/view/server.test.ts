@@ -10,32 +10,7 @@ import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { CHAT_TEMPLATE, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, rawGet, viewModelSpec } from './view-model.js';
-
-/** The statistics the API documents, computed here from the values in a plain loop. */
-function expectedStats(values: Float32Array) {
-  const finite = Array.from(values).filter((v) => Number.isFinite(v));
-  const min = Math.min(...finite);
-  const max = Math.max(...finite);
-  const mean = finite.reduce((a, v) => a + v, 0) / finite.length;
-  const std = Math.sqrt(finite.reduce((a, v) => a + (v - mean) ** 2, 0) / finite.length);
-  const bins = min === max ? 1 : 64;
-  const counts = new Array<number>(bins).fill(0);
-  if (min === max) counts[0] = finite.length;
-  else for (const v of finite) counts[Math.min(bins - 1, Math.floor((v - min) / ((max - min) / bins)))]!++;
-  return {
-    count: values.length,
-    finite: finite.length,
-    min,
-    max,
-    mean,
-    std,
-    nan: Array.from(values).filter((v) => Number.isNaN(v)).length,
-    inf: Array.from(values).filter((v) => v === Infinity || v === -Infinity).length,
-    zeros: Array.from(values).filter((v) => v === 0).length,
-    counts,
-  };
-}
+import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, rawGet, viewModelSpec } from './view-model.js';
 
 function checkStats(got: any, values: Float32Array): void {
   const want = expectedStats(values);

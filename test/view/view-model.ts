@@ -107,3 +107,29 @@ export function millionTensorFile(): string {
   renameSync(partial, path);
   return path;
 }
+
+/** The statistics the API documents, computed here from the values in a plain loop. */
+export function expectedStats(values: Float32Array) {
+  const finite = Array.from(values).filter((v) => Number.isFinite(v));
+  const min = Math.min(...finite);
+  const max = Math.max(...finite);
+  const mean = finite.reduce((a, v) => a + v, 0) / finite.length;
+  const std = Math.sqrt(finite.reduce((a, v) => a + (v - mean) ** 2, 0) / finite.length);
+  const bins = min === max ? 1 : 64;
+  const counts = new Array<number>(bins).fill(0);
+  if (min === max) counts[0] = finite.length;
+  else for (const v of finite) counts[Math.min(bins - 1, Math.floor((v - min) / ((max - min) / bins)))]!++;
+  return {
+    count: values.length,
+    finite: finite.length,
+    min,
+    max,
+    mean,
+    std,
+    nan: Array.from(values).filter((v) => Number.isNaN(v)).length,
+    inf: Array.from(values).filter((v) => v === Infinity || v === -Infinity).length,
+    zeros: Array.from(values).filter((v) => v === 0).length,
+    counts,
+  };
+}
+
