@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
@@ -210,7 +210,8 @@ describe('view server: a type without a float conversion', () => {
     const idsPath = join(dir, 'ids.gguf');
     writeGgufFile(idsPath, { tensors: [{ name: 'ids', type: 'I64', shape: [4] }] });
     using file = openGguf(idsPath);
-    const s = await startViewServer(file);
+    // Through the library's export (which loads the server on first call).
+    const s = await startFromIndex(file);
     try {
       const get = async (p: string) => {
         const r = await rawGet(s.port, `${p}?token=${s.token}`);
