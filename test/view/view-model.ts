@@ -1,5 +1,6 @@
 // The model the viewer's tests look at: two llama blocks of four kinds (Q8_0, F16, F32, Q4_K),
 // values with NaN, ±Inf and zeros in them, and names and strings with markup in them.
+import { randomUUID } from 'node:crypto';
 import { existsSync, renameSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -102,7 +103,8 @@ export const millionName = (i: number) => `blk.${Math.floor(i / 1000)}.t${i % 10
 export function millionTensorFile(): string {
   const path = join(tmpdir(), 'gguf-mmap-view-million-v1.gguf');
   if (existsSync(path)) return path;
-  const partial = `${path}.${process.pid}.partial`;
+  // A name of its own (test files run in parallel, maybe as threads of one process), renamed when whole.
+  const partial = `${path}.${process.pid}.${randomUUID()}.partial`;
   writeGgufFile(partial, { tensors: Array.from({ length: MILLION }, (_, i) => ({ name: millionName(i), type: 'I8', shape: [1 + (i % 3)] })) });
   renameSync(partial, path);
   return path;
