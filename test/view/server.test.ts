@@ -308,7 +308,10 @@ describe('view server: a million tensors', () => {
   });
 });
 
-describe('view server: a remote model through the Hub imitation', () => {
+// Under wine fetch cannot reach a local server (vitest.config.ts): no remote model there.
+const underWine = process.platform === 'win32' && process.env.WINEPREFIX !== undefined;
+
+describe.skipIf(underWine)('view server: a remote model through the Hub imitation', () => {
   const imitation = useHubImitation();
   let hub: HubServer;
   beforeAll(() => {
@@ -344,7 +347,8 @@ describe('view server: a remote model through the Hub imitation', () => {
   });
 });
 
-describe('gguf-mmap view (the command)', () => {
+// Windows has no signals to send a process (kill ends it at once): the command's clean exit is tested elsewhere.
+describe.skipIf(process.platform === 'win32')('gguf-mmap view (the command)', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('prints one line, the URL; %s closes the server and frees the port', async (signal) => {
     const cli = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
     const child = spawn(process.execPath, [cli, 'view', path], { stdio: ['ignore', 'pipe', 'pipe'] });
