@@ -347,7 +347,7 @@ describe.skipIf(underWine)('view server: a remote model through the Hub imitatio
   });
 });
 
-// Windows has no signals to send a process (kill ends it at once): the command's clean exit is tested elsewhere.
+// Windows has no signals to send a process (kill ends it at once): this runs where they exist.
 describe.skipIf(process.platform === 'win32')('gguf-mmap view (the command)', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('prints one line, the URL; %s closes the server and frees the port', async (signal) => {
     const cli = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
