@@ -39,3 +39,6 @@ export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.
 export { estimateMemory, largestContext, type MemoryEstimate } from './estimate/estimate.js';
 export { KV_CACHE_TYPES, type EstimateOptions, type KvCacheType } from './estimate/options.js';
 export { hostCpuFeatures } from './estimate/cpu-features.js';
+export { startViewServer } from './view/start.js';
+export type { ViewServer, ViewServerOptions } from './view/server.js';
+export type { TensorStats } from './view/tensor-stats.js';

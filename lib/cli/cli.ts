@@ -32,6 +32,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
+       gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
        gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
 
@@ -92,6 +93,11 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    or hf: URI reads only the header); without --ctx, for 4096, 8192, ... up
                    to the trained context. Defaults as llama-server's: 1 sequence, f16 cache,
                    flash attention on, ubatch 512.
+  view TARGET      look at a model in the browser: serves a page on 127.0.0.1 (a free port
+                   unless --port N) and prints its URL with a fresh access token; summary,
+                   layer map, tensor table, each tensor's statistics and histogram, metadata.
+                   A URL or hf: URI fetches a tensor's bytes only when it is opened.
+                   --open starts the system browser; Ctrl-C ends it
 
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
@@ -135,6 +141,13 @@ function run(argv: string[]): number {
   if (command === 'merge') return mergeCommand(rest);
   if (command === 'convert-endian') return convertEndianCommand(rest);
   if (command === 'pull') return pull(rest);
+  if (command === 'view') {
+    // Loaded only for this command: the server's modules cost the other commands nothing.
+    import('./view-command.js')
+      .then(({ parseViewArgs, runView, ViewUsageError }) => runView(asUsage(() => parseViewArgs(rest), ViewUsageError), (line) => process.stdout.write(line)))
+      .catch(report);
+    return 0;
+  }
   if (command === 'cache') {
     if (rest.some((a) => a !== '--json')) throw new UsageError('cache takes only --json');
     process.stdout.write(cacheListing(rest.includes('--json')));

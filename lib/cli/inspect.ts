@@ -72,7 +72,7 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
  * strings, non-finite floats by name, -0 kept), written from the metadata itself, in file order;
  * absent fields are null.
  */
-function writeSummaryJson(g: GgufFile, write: (chunk: string) => void): void {
+export function writeSummaryJson(g: GgufFile, write: (chunk: string) => void): void {
   const s = g.summary();
   const field = (v: string | number | undefined) => (v === undefined ? 'null' : JSON.stringify(v));
   write(`,"summary":{"architecture":${field(s.architecture)},"name":${field(s.name)},"fileType":${field(s.fileType)}`);

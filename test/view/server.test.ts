@@ -1,0 +1,378 @@
+// The viewer's server over plain HTTP: its security rules, and its API against what the library
+// itself says (inspect --json's summary, GgufTensor.dequantize for the statistics).
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeInspectJson } from '../../lib/cli/inspect.js';
+import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
+import { startViewServer, type ViewServer } from '../../lib/view/server.js';
+import type { HubServer } from '../../scripts/hub-imitation.js';
+import { useHubImitation } from '../helpers/hub.js';
+import { tempDir } from '../helpers/tmp.js';
+import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, rawGet, viewModelSpec } from './view-model.js';
+
+function checkStats(got: any, values: Float32Array): void {
+  const want = expectedStats(values);
+  expect(got.count).toBe(want.count);
+  expect(got.finite).toBe(want.finite);
+  expect(got.nan).toBe(want.nan);
+  expect(got.inf).toBe(want.inf);
+  expect(got.zeros).toBe(want.zeros);
+  expect(got.min).toBe(want.min);
+  expect(got.max).toBe(want.max);
+  expect(got.mean).toBeCloseTo(want.mean, 10);
+  expect(got.std).toBeCloseTo(want.std, 10);
+  expect(got.histogram.counts).toEqual(want.counts);
+  expect(got.histogram.counts.reduce((a: number, c: number) => a + c, 0)).toBe(got.count - got.nan - got.inf);
+  expect(got.histogram.edges).toHaveLength(want.counts.length + 1);
+  expect(got.histogram.edges[0]).toBe(want.min);
+  expect(got.histogram.edges.at(-1)).toBe(want.max);
+}
+
+let dir: string;
+let path: string;
+let g: GgufFile;
+let server: ViewServer;
+const api = async (p: string) => {
+  const r = await rawGet(server.port, `${p}${p.includes('?') ? '&' : '?'}token=${server.token}`);
+  return { status: r.status, json: JSON.parse(r.body) };
+};
+
+beforeAll(async () => {
+  dir = tempDir('gguf-mmap-view-');
+  path = join(dir, 'model.gguf');
+  writeGgufFile(path, viewModelSpec());
+  g = openGguf(path);
+  server = await startViewServer(g, { source: path, sampleLimit: 4096 });
+});
+afterAll(async () => {
+  await server?.close();
+  g?.close();
+});
+
+describe('view server: security', () => {
+  it('answers only to a 127.0.0.1 URL with the token', () => {
+    expect(server.url).toBe(`http://127.0.0.1:${server.port}/?token=${server.token}`);
+    expect(server.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('401 without the token or with a wrong one, on the page, its assets and the API', async () => {
+    for (const p of ['/', '/assets/view.js', '/api/summary', '/api/tensors', `/api/summary?token=${server.token.slice(1)}x`]) {
+      const r = await rawGet(server.port, p);
+      expect(r.status, p).toBe(401);
+      expect(r.body).not.toContain('llama');
+    }
+    const wrongCookie = await rawGet(server.port, '/api/summary', { Cookie: `gguf_mmap_view_${server.port}=nope` });
+    expect(wrongCookie.status).toBe(401);
+  });
+
+  it('403 for a Host other than 127.0.0.1:PORT or localhost:PORT (DNS rebinding), even with the token', async () => {
+    for (const host of ['evil.example', `evil.example:${server.port}`, '127.0.0.1', `127.0.0.1:${server.port + 1}`, `localhost.evil.example:${server.port}`, `[::1]:${server.port}`]) {
+      const r = await rawGet(server.port, `/api/summary?token=${server.token}`, { Host: host });
+      expect(r.status, host).toBe(403);
+    }
+    expect((await rawGet(server.port, `/api/summary?token=${server.token}`, { Host: `localhost:${server.port}` })).status).toBe(200);
+  });
+
+  it('the page sets an HttpOnly, SameSite=Strict cookie that then stands for the token; no CORS headers', async () => {
+    const page = await rawGet(server.port, `/?token=${server.token}`, { Origin: 'http://evil.example' });
+    expect(page.status).toBe(200);
+    const cookie = String(page.headers['set-cookie']);
+    expect(cookie).toContain(`gguf_mmap_view_${server.port}=${server.token}`);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    const byCookie = await rawGet(server.port, '/api/summary', { Cookie: `other=1; gguf_mmap_view_${server.port}=${server.token}`, Origin: 'http://evil.example' });
+    expect(byCookie.status).toBe(200);
+    for (const r of [page, byCookie]) expect(Object.keys(r.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+  });
+
+  it('serves nothing of the disk but its assets: paths outside them are 404', async () => {
+    for (const p of ['/package.json', '/../package.json', '/assets/../../package.json', '/assets/%2e%2e/%2e%2e/package.json', '/assets/..%2f..%2fpackage.json', '/etc/passwd', '/assets/server.js', '/lib/view/server.ts', '/model.gguf', `/${path}`, '/assets/', '/api/../../etc/passwd']) {
+      const r = await rawGet(server.port, `${p}${p.includes('?') ? '&' : '?'}token=${server.token}`);
+      expect(r.status, p).toBe(404);
+      expect(r.body).not.toContain('"name": "gguf-mmap"');
+    }
+  });
+
+  it('read-only: other methods are 405', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE']) expect((await rawGet(server.port, `/api/summary?token=${server.token}`, {}, method)).status).toBe(405);
+  });
+
+  it('the page itself holds nothing from the file: names reach it only as JSON', async () => {
+    const html = (await rawGet(server.port, `/?token=${server.token}`)).body;
+    expect(html).not.toContain('onerror');
+    expect(html).not.toContain('tok1');
+    const rows = (await api(`/api/tensors?filter=${encodeURIComponent('<img')}`)).json;
+    expect(rows.rows.map((r: any) => r.name)).toEqual([MARKUP_TENSOR]);
+    const detail = await api(`/api/tensors/${encodeURIComponent(MARKUP_TENSOR)}`);
+    expect(detail.json.name).toBe(MARKUP_TENSOR);
+  });
+});
+
+describe('view server: API', () => {
+  it('/api/summary is what inspect --json prints (less metadata and tensors)', async () => {
+    let text = '';
+    writeInspectJson(g, (chunk) => (text += chunk));
+    const inspected = JSON.parse(text);
+    const { json } = await api('/api/summary');
+    for (const k of ['version', 'endian', 'alignment', 'dataOffset', 'fileSize', 'summary']) expect(json[k], k).toEqual(inspected[k]);
+    expect(json.summary.name).toBe(MARKUP_NAME);
+    expect(json.view.tensorCount).toBe(g.tensorCount);
+    expect(json.view.source).toBe(path);
+  });
+
+  it('/api/tensors filters, sorts and pages as the tensor list does', async () => {
+    const all = g.tensors;
+    const page = (await api('/api/tensors?offset=2&limit=3')).json;
+    expect(page.total).toBe(all.length);
+    expect(page.rows.map((r: any) => r.name)).toEqual(all.slice(2, 5).map((t) => t.name));
+    expect(page.rows[0]).toEqual({ index: 2, name: all[2]!.name, type: all[2]!.type, shape: [...all[2]!.shape], nbytes: all[2]!.nbytes, offset: all[2]!.offset, part: 0 });
+    const q = (await api('/api/tensors?filter=ATTN_&sort=-size&limit=100')).json;
+    const want = all.filter((t) => t.name.includes('attn_')).sort((a, b) => b.nbytes - a.nbytes || all.indexOf(b) - all.indexOf(a));
+    expect(q.matched).toBe(want.length);
+    expect(q.rows.map((r: any) => r.name)).toEqual(want.map((t) => t.name));
+    const byName = (await api('/api/tensors?sort=name&limit=1000')).json;
+    expect(byName.rows.map((r: any) => r.name)).toEqual(all.map((t) => t.name).sort());
+    const byOffset = (await api('/api/tensors?sort=-offset&limit=1')).json;
+    expect(byOffset.rows[0].name).toBe([...all].sort((a, b) => b.offset - a.offset)[0]!.name);
+    expect((await api('/api/tensors?sort=bogus')).status).toBe(400);
+    expect((await api('/api/tensors?offset=-1')).status).toBe(400);
+  });
+
+  it('/api/tensors/<name>/stats equals the statistics of the library\'s dequantize', async () => {
+    for (const name of ['blk.0.ffn_down.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight', 'blk.1.attn_k.weight', 'blk.0.attn_norm.weight', MARKUP_TENSOR]) {
+      const { status, json } = await api(`/api/tensors/${encodeURIComponent(name)}/stats`);
+      expect(status, name).toBe(200);
+      expect(json.sampled).toBe(false);
+      checkStats(json, g.tensor(name)!.dequantize());
+    }
+    const special = (await api('/api/tensors/blk.0.ffn_down.weight/stats')).json;
+    expect([special.nan, special.inf, special.posInf, special.negInf, special.zeros > 1]).toEqual([1, 3, 2, 1, true]);
+    expect((await api('/api/tensors/no.such.tensor/stats')).status).toBe(404);
+  });
+
+  it('past the sample limit: the documented rows, the same each time', async () => {
+    // output.weight: 300 rows of 256 values, the limit 4096 values: 16 rows, in 16 runs of 1 row.
+    const t = g.tensor('output.weight')!;
+    const { json } = await api('/api/tensors/output.weight/stats');
+    expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300 });
+    const rows = Array.from({ length: 16 }, (_, r) => Math.floor((r * (300 - 1)) / 15));
+    const values = new Float32Array(16 * 256);
+    rows.forEach((row, k) => values.set(t.dequantizeRows(row, 1), k * 256));
+    checkStats(json, values);
+    const again = (await api('/api/tensors/output.weight/stats')).json;
+    expect(again).toEqual(json);
+    const detail = (await api('/api/tensors/output.weight')).json;
+    expect(detail).toMatchObject({ statsSampled: true, statsBytes: 16 * 144, byteRange: [t.fileOffset, t.fileOffset + t.nbytes], blockSize: 256, typeSize: 144 });
+  });
+
+  it('/api/layers: a cell per block and kind', async () => {
+    const { json } = await api('/api/layers');
+    expect(json.blocks).toBe(2);
+    expect(json.kinds.map((k: any) => k.name)).toEqual(['attn_norm.weight', 'attn_q.weight', 'attn_k.weight', 'ffn_down.weight']);
+    expect(json.cells).toHaveLength(8);
+    expect(json.cells.find((c: any) => c.block === 1 && json.kinds[c.kind].name === 'ffn_down.weight')).toMatchObject({ name: 'blk.1.ffn_down.weight', type: 'Q4_K' });
+    expect(json.others.map((o: any) => o.name)).toEqual(['token_embd.weight', MARKUP_TENSOR, 'output.weight']);
+  });
+
+  it('/api/metadata: every key with its type; arrays paged and searchable', async () => {
+    const { json } = await api('/api/metadata');
+    expect(json.map((e: any) => e.key)).toEqual([...g.metadata.keys()]);
+    expect(json.find((e: any) => e.key === 'tokenizer.chat_template').value).toBe(CHAT_TEMPLATE);
+    expect(json.find((e: any) => e.key === 'tokenizer.ggml.tokens')).toMatchObject({ type: 'ARRAY', arrayType: 'STRING', length: 300 });
+    const page = (await api('/api/metadata/tokenizer.ggml.tokens?offset=290&limit=50')).json;
+    expect(page.items.map((i: any) => i.value)).toEqual(Array.from({ length: 10 }, (_, i) => `tok${290 + i}`));
+    const found = (await api('/api/metadata/tokenizer.ggml.tokens?filter=tok29&limit=5')).json;
+    expect(found.matched).toBe(11); // tok29, tok290..tok299
+    expect(found.items.map((i: any) => i.index)).toEqual([29, 290, 291, 292, 293]);
+    expect((await api('/api/metadata/general.name')).status).toBe(404);
+  });
+
+  it('/api/tokenize and /api/chat: 501 NOT_AVAILABLE until the library has a tokenizer, its answer after', async () => {
+    const tok = await api('/api/tokenize?text=hello');
+    const chat = await api('/api/chat');
+    const file = g as unknown as { tokenizer?: () => { encode(t: string): ArrayLike<number> }; applyChatTemplate?: unknown };
+    if (typeof file.tokenizer === 'function') {
+      expect(tok.status).toBe(200);
+      expect(tok.json.ids).toEqual(Array.from(file.tokenizer().encode('hello')));
+    } else {
+      expect(tok).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+    }
+    if (typeof file.applyChatTemplate === 'function') expect(chat.status).toBe(200);
+    else expect(chat).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+  });
+});
+
+describe('view server: a type without a float conversion', () => {
+  it('the tensor says so, and its statistics are 422 NO_DEQUANTIZER', async () => {
+    const idsPath = join(dir, 'ids.gguf');
+    writeGgufFile(idsPath, { tensors: [{ name: 'ids', type: 'I64', shape: [4] }] });
+    using file = openGguf(idsPath);
+    // Through the library's export (which loads the server on first call).
+    const s = await startFromIndex(file);
+    try {
+      const get = async (p: string) => {
+        const r = await rawGet(s.port, `${p}?token=${s.token}`);
+        return { status: r.status, json: JSON.parse(r.body) };
+      };
+      expect((await get('/api/tensors/ids')).json.canDequantize).toBe(false);
+      expect(await get('/api/tensors/ids/stats')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('view server: a split model', () => {
+  it('any part shows the whole model; a tensor of the last part has its part, offset and values', async () => {
+    const paths = writeGgufSplit(join(dir, 'split'), viewModelSpec(), { maxTensors: 4 });
+    expect(paths.length).toBeGreaterThan(2);
+    using split = openGguf(paths[1]!);
+    const s = await startViewServer(split);
+    try {
+      const get = async (p: string) => JSON.parse((await rawGet(s.port, `${p}${p.includes('?') ? '&' : '?'}token=${s.token}`)).body);
+      const summary = await get('/api/summary');
+      expect(summary.parts.map((p: any) => p.path)).toEqual(paths);
+      expect(summary.summary).toEqual({ ...(await api('/api/summary')).json.summary, parts: paths.length, fileBytes: split.fileSize });
+      const t = split.tensor('output.weight')!;
+      expect(t.part).toBe(paths.length - 1);
+      const page = await get('/api/tensors?filter=output.weight');
+      expect(page.rows).toEqual([{ index: split.tensorCount - 1, name: 'output.weight', type: 'Q4_K', shape: [256, 300], nbytes: t.nbytes, offset: t.offset, part: paths.length - 1 }]);
+      const stats = await get('/api/tensors/output.weight/stats');
+      expect(stats.sampled).toBe(false);
+      checkStats(stats, g.tensor('output.weight')!.dequantize());
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('view server: the tokenizer and chat template, when the library has them', () => {
+  it('/api/tokenize and /api/chat answer through GgufFile.tokenizer() and applyChatTemplate()', async () => {
+    using file = openGguf(path);
+    const capable = file as unknown as Record<string, unknown>;
+    // Stand-ins on this one object where this build has neither (the lead's merge brings them).
+    if (typeof capable.tokenizer !== 'function') {
+      capable.tokenizer = () => ({ encode: (text: string) => Int32Array.from(text.split(' ').map((w) => w.length)), tokenToPiece: (id: number) => `<${id}>` });
+    }
+    if (typeof capable.applyChatTemplate !== 'function') {
+      capable.applyChatTemplate = (messages: { role: string; content: string }[], options: { addGenerationPrompt?: boolean }) =>
+        messages.map((m) => `[${m.role}] ${m.content}`).join('\n') + (options.addGenerationPrompt ? '\n[assistant]' : '');
+    }
+    const s = await startViewServer(file);
+    try {
+      const get = async (p: string) => {
+        const r = await rawGet(s.port, `${p}${p.includes('?') ? '&' : '?'}token=${s.token}`);
+        return { status: r.status, json: JSON.parse(r.body) };
+      };
+      expect((await get('/api/summary')).json.view.features).toEqual({ tokenizer: true, chatTemplate: true });
+      const tokenizer = (capable.tokenizer as () => { encode(t: string, o: object): ArrayLike<number>; tokenToPiece(id: number, o: object): string })();
+      const text = 'a <b>bold</b> move';
+      const tok = await get(`/api/tokenize?text=${encodeURIComponent(text)}`);
+      expect(tok.status).toBe(200);
+      const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial: false }));
+      expect(tok.json).toEqual({ ids, pieces: ids.map((id) => tokenizer.tokenToPiece(id, { special: true })) });
+      const chat = await get('/api/chat');
+      expect(chat.status).toBe(200);
+      expect(chat.json.text).toBe((capable.applyChatTemplate as (m: unknown, o: object) => string)(chat.json.messages, { addGenerationPrompt: true }));
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('view server: a million tensors', () => {
+  it('the first rows, a filter and a sort over a million names', async () => {
+    using big = openGguf(millionTensorFile());
+    const s = await startViewServer(big);
+    try {
+      const get = async (p: string) => JSON.parse((await rawGet(s.port, `${p}&token=${s.token}`)).body);
+      const first = await get('/api/tensors?offset=0&limit=50');
+      const N = MILLION;
+      expect(first.total).toBe(N);
+      expect(first.rows.map((r: any) => r.name)).toEqual(Array.from({ length: 50 }, (_, i) => nameOf(i)));
+      const last = await get(`/api/tensors?offset=${N - 1}&limit=50`);
+      expect(last.rows.map((r: any) => r.name)).toEqual([nameOf(N - 1)]);
+      const filtered = await get('/api/tensors?filter=.t999.&limit=3&sort=-index');
+      expect(filtered.matched).toBe(1000);
+      expect(filtered.rows.map((r: any) => r.name)).toEqual([nameOf(N - 1), nameOf(N - 1001), nameOf(N - 2001)]);
+      const bySize = await get('/api/tensors?sort=-size&limit=2&filter=blk.7.');
+      // Descending: the largest first, ties in reverse file order (the ascending order reversed).
+      expect(bySize.rows.map((r: any) => [r.name, r.nbytes])).toEqual([[nameOf(7997), 3], [nameOf(7994), 3]]);
+      expect(bySize.matched).toBe(1000);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+// Under wine fetch cannot reach a local server (vitest.config.ts): no remote model there.
+const underWine = process.platform === 'win32' && process.env.WINEPREFIX !== undefined;
+
+describe.skipIf(underWine)('view server: a remote model through the Hub imitation', () => {
+  const imitation = useHubImitation();
+  let hub: HubServer;
+  beforeAll(() => {
+    hub = imitation.hub;
+  });
+
+  it('the header at open; a tensor\'s bytes by range only when its statistics are asked for', async () => {
+    const bytes = encodeGguf(viewModelSpec());
+    hub.files.set('org/view/model.gguf', { bytes });
+    const remote = await openGgufRemote('hf:org/view/model.gguf', { backoffMs: 1 });
+    const s = await startViewServer(remote, { source: 'hf:org/view/model.gguf' });
+    try {
+      const get = async (p: string) => JSON.parse((await rawGet(s.port, `${p}${p.includes('?') ? '&' : '?'}token=${s.token}`)).body);
+      const summary = await get('/api/summary');
+      expect(summary.summary).toEqual((await api('/api/summary')).json.summary);
+      expect(summary.view).toMatchObject({ remote: true, source: 'hf:org/view/model.gguf' });
+      await get('/api/tensors?sort=name');
+      await get('/api/layers');
+      await get('/api/metadata');
+      const t = remote.tensor('blk.1.ffn_down.weight')!;
+      const dataRequests = () => hub.log.filter((r) => r.server === 'cdn' && r.range !== undefined && Number(/bytes=(\d+)/.exec(r.range)![1]) >= remote.dataOffset);
+      expect(dataRequests()).toEqual([]);
+      const detail = await get('/api/tensors/blk.1.ffn_down.weight');
+      expect(detail).toMatchObject({ remote: true, statsBytes: t.nbytes });
+      expect(dataRequests()).toEqual([]);
+      const stats = await get('/api/tensors/blk.1.ffn_down.weight/stats');
+      checkStats(stats, g.tensor('blk.1.ffn_down.weight')!.dequantize());
+      expect(dataRequests().map((r) => r.range)).toEqual([`bytes=${t.fileOffset}-${t.fileOffset + t.nbytes - 1}`]);
+    } finally {
+      await s.close();
+      remote.close();
+    }
+  });
+});
+
+// Windows has no signals to send a process (kill ends it at once): this runs where they exist.
+describe.skipIf(process.platform === 'win32')('gguf-mmap view (the command)', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('prints one line, the URL; %s closes the server and frees the port', async (signal) => {
+    const cli = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
+    const child = spawn(process.execPath, [cli, 'view', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('\n')) resolve(out.trim());
+      });
+      child.on('exit', () => reject(new Error(`view exited: ${out}`)));
+    });
+    const m = /^http:\/\/127\.0\.0\.1:(\d+)\/\?token=([A-Za-z0-9_-]{43})$/.exec(url);
+    expect(m, url).not.toBeNull();
+    const port = Number(m![1]);
+    expect((await rawGet(port, `/api/summary?token=${m![2]}`)).status).toBe(200);
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill(signal);
+    expect(await exit).toBe(0);
+    expect(out.trim().split('\n')).toHaveLength(1);
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('connect', () => (socket.destroy(), resolve(false)));
+      socket.on('error', () => resolve(true));
+    });
+    expect(refused).toBe(true);
+  });
+});
