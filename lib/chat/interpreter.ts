@@ -27,7 +27,9 @@ import {
   StringValue,
   TupleValue,
   UndefinedValue,
+  dictKey,
   isDict,
+  keyValue,
   isList,
   isMarkup,
   isNumber,
@@ -36,6 +38,7 @@ import {
   numberOf,
   pyCompare,
   pyEquals,
+  pyRepr,
   pyStr,
   pythonTypeName,
   undefinedValue,
@@ -175,6 +178,7 @@ const ours = ChatInterpreter.prototype as unknown as Hooks;
 
 ours.evaluate = function (this: Self, node, env) {
   if (node?.type === VALUE) return node.value as Value;
+  if (node?.type === 'ObjectLiteral') return objectLiteral(this, node, env);
   if ((++(this as unknown as { steps: number }).steps & 1023) === 0) this.checkTime();
   const result = base.evaluate.call(this, node, env);
   if (result instanceof StringValue) this.checkChars((result.value as string).length);
@@ -237,7 +241,12 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
     }
   }
   let result: Value;
-  if (isNumber(property) && (object instanceof ArrayValue || object instanceof StringValue)) {
+  if (isDict(object) && !(property instanceof StringValue)) {
+    const key = dictKey(property);
+    result = (key === undefined ? undefined : (object.value as Map<string, Value>).get(key)) ?? new UndefinedValue();
+  } else if (!(property instanceof StringValue) && !isNumber(property)) {
+    result = new UndefinedValue(); // jinja2's getitem: a key that cannot be looked up is undefined
+  } else if (isNumber(property) && (object instanceof ArrayValue || object instanceof StringValue)) {
     const i = numberOf(property);
     const items = object instanceof StringValue ? Array.from(object.value as string) : (object.value as Value[]);
     const item = Number.isInteger(i) ? items.at(i) : undefined;
@@ -250,18 +259,31 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
   return undefinedValue(`'${type} object' has no attribute '${pyStr(property)}'`);
 };
 
+/** A dict literal; its keys may be numbers, booleans or None as in Python (the engine takes strings only). */
+function objectLiteral(self: Self, node: Node, env: Environment): Value {
+  const map = new Map<string, Value>();
+  for (const [keyNode, valueNodeOf] of node.value as Map<Node, Node>) {
+    const key = self.evaluate(keyNode, env);
+    const k = dictKey(key);
+    if (k === undefined) throw new TemplateFault('TypeError', `unhashable type: '${pythonTypeName(key)}'`);
+    map.set(k, self.evaluate(valueNodeOf, env));
+  }
+  return new ObjectValue(map);
+}
+
 function dictMethod(self: Self, object: Value, name: string): Value {
   const map = object.value as Map<string, Value>;
   return new FunctionValue((args: Value[]) => {
     if (name === 'get') {
       const [key, fallback] = bind('get', ['key', 'default'], args);
       if (key === undefined) throw new TemplateFault('TypeError', 'get expected at least 1 argument, got 0');
-      return (key instanceof StringValue ? map.get(key.value as string) : undefined) ?? fallback ?? new NullValue();
+      const k = dictKey(key);
+      return (k === undefined ? undefined : map.get(k)) ?? fallback ?? new NullValue();
     }
-    if (name === 'keys') return new IteratorValue([...map.keys()].map((k) => new StringValue(k)), 'dict_keys');
+    if (name === 'keys') return new IteratorValue([...map.keys()].map(keyValue), 'dict_keys');
     if (name === 'values') return new IteratorValue([...map.values()], 'dict_values');
     self.checkItems(map.size);
-    return new IteratorValue([...map].map(([k, v]) => new TupleValue([new StringValue(k), v])), 'dict_items');
+    return new IteratorValue([...map].map(([k, v]) => new TupleValue([keyValue(k), v])), 'dict_items');
   });
 }
 
@@ -304,6 +326,8 @@ function stringMethod(self: Self, object: Value, name: string): Value | undefine
         self.checkItems(parts.length);
         return new ArrayValue(parts.map(wrap));
       });
+    case 'format':
+      return new FunctionValue((args: Value[]) => wrap(pythonFormat(self, s, args)));
     case 'splitlines':
       return new FunctionValue(() => new ArrayValue(splitLines(s).map(wrap)));
     default:
@@ -440,7 +464,10 @@ function contains(container: Value, item: Value): boolean {
     if (!(item instanceof StringValue)) throw new TemplateFault('TypeError', `'in <string>' requires string as left operand, not ${pythonTypeName(item)}`);
     return (container.value as string).includes(item.value as string);
   }
-  if (container instanceof ObjectValue && !(container instanceof NamespaceValue)) return item instanceof StringValue && (container.value as Map<string, Value>).has(item.value as string);
+  if (container instanceof ObjectValue && !(container instanceof NamespaceValue)) {
+    const key = dictKey(item);
+    return key !== undefined && (container.value as Map<string, Value>).has(key);
+  }
   if (container instanceof ArrayValue) return (container.value as Value[]).some((x) => pyEquals(x, item));
   throw new TemplateFault('TypeError', `argument of type '${pythonTypeName(container)}' is not iterable`);
 }
@@ -468,7 +495,7 @@ function iterate(v: Value, what = 'object'): Value[] {
   if (isUndefined(v)) return [];
   if (v instanceof StringValue) return Array.from(v.value as string, (c) => new StringValue(c));
   if (v instanceof ArrayValue) return v.value as Value[];
-  if (v instanceof ObjectValue && !(v instanceof NamespaceValue)) return [...(v.value as Map<string, Value>).keys()].map((k) => new StringValue(k));
+  if (v instanceof ObjectValue && !(v instanceof NamespaceValue)) return [...(v.value as Map<string, Value>).keys()].map(keyValue);
   throw new TemplateFault('TypeError', `'${pythonTypeName(v)}' ${what} is not iterable`);
 }
 
@@ -757,3 +784,70 @@ function length(operand: Value): Value {
 }
 
 export { valueNode };
+
+/** jinja2's sort key: the attribute's value, lower-cased when not case-sensitive. */
+function sortKey(item: Value, attribute: Value | undefined, caseSensitive: boolean): Value {
+  const v = attribute === undefined || attribute instanceof NullValue ? item : attributePath(item, attribute);
+  return !caseSensitive && v instanceof StringValue ? new StringValue((v.value as string).toLowerCase()) : v;
+}
+
+function sortBy(items: Value[], key: (v: Value) => Value, reverse: boolean): Value[] {
+  const keyed = items.map((item) => ({ item, key: key(item) }));
+  keyed.sort((a, b) => {
+    const sign = pyCompare(a.key, b.key);
+    if (sign === undefined) throw new TemplateFault('TypeError', `'<' not supported between instances of '${pythonTypeName(a.key)}' and '${pythonTypeName(b.key)}'`);
+    return reverse ? -sign : sign;
+  });
+  return keyed.map((k) => k.item);
+}
+
+FILTERS.sort = (self, operand, args) => {
+  const [reverse, caseSensitive, attribute] = bind('sort', ['reverse', 'case_sensitive', 'attribute'], args);
+  const items = iterate(operand);
+  self.checkItems(items.length);
+  return new ArrayValue(sortBy(items, (v) => sortKey(v, attribute, truthy(caseSensitive)), truthy(reverse)));
+};
+
+FILTERS.dictsort = (self, operand, args) => {
+  const [caseSensitive, by, reverse] = bind('dictsort', ['case_sensitive', 'by', 'reverse'], args);
+  if (!(operand instanceof ObjectValue) || operand instanceof NamespaceValue) throw new TemplateFault('TypeError', 'dictsort needs a mapping');
+  const position = by === undefined || pyStr(by) === 'key' ? 0 : pyStr(by) === 'value' ? 1 : -1;
+  if (position < 0) throw new TemplateFault('FilterArgumentError', 'You can only sort by either "key" or "value"');
+  const pairs = [...(operand.value as Map<string, Value>)].map(([k, v]) => new TupleValue([keyValue(k), v]));
+  self.checkItems(pairs.length);
+  return new ArrayValue(sortBy(pairs, (pair) => sortKey((pair.value as Value[])[position]!, undefined, truthy(caseSensitive)), truthy(reverse)));
+};
+
+function aggregate(name: 'min' | 'max'): Filter {
+  return (_, operand, args) => {
+    const [caseSensitive, attribute] = bind(name, ['case_sensitive', 'attribute'], args);
+    const items = iterate(operand);
+    if (items.length === 0) return undefinedValue('No aggregated item, sequence was empty.');
+    const sorted = sortBy(items, (v) => sortKey(v, attribute, truthy(caseSensitive)), false);
+    return name === 'min' ? sorted[0]! : sorted.at(-1)!;
+  };
+}
+FILTERS.min = aggregate('min');
+FILTERS.max = aggregate('max');
+
+/**
+ * Python's str.format for `{}`, `{0}`, `{name}` (with `!s`/`!r`), `{{` and `}}`. No attribute or
+ * index lookups inside fields (the sandbox's way out in Python) and no format specs but ''.
+ */
+function pythonFormat(self: Self, format: string, args: Value[]): string {
+  const [positional, keywords] = splitArgs(args);
+  let auto = 0;
+  const out = format.replace(/\{\{|\}\}|\{([^{}]*)\}|[{}]/g, (whole, field: string | undefined) => {
+    if (whole === '{{') return '{';
+    if (whole === '}}') return '}';
+    if (field === undefined) throw new TemplateFault('ValueError', `Single '${whole}' encountered in format string`);
+    const m = /^([A-Za-z_][A-Za-z0-9_]*|\d*)(?:!([rs]))?(?::(.*))?$/s.exec(field);
+    if (m === null || (m[3] !== undefined && m[3] !== '')) throw new TemplateFault('ValueError', `unsupported format field '{${field}}'`);
+    const [, name, conversion] = m;
+    const v = name === '' ? positional[auto++] : /^\d+$/.test(name!) ? positional[Number(name)] : keywords.get(name!);
+    if (v === undefined) throw new TemplateFault(name !== '' && !/^\d+$/.test(name!) ? 'KeyError' : 'IndexError', name !== '' && !/^\d+$/.test(name!) ? `'${name}'` : 'Replacement index out of range for positional args tuple');
+    return conversion === 'r' ? pyRepr(v) : pyStr(v);
+  });
+  self.checkChars(out.length);
+  return out;
+}

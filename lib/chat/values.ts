@@ -62,6 +62,26 @@ class PythonIterator extends ArrayValue {
 }
 export const IteratorValue = PythonIterator as new (items: Value[], pythonType: string) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/**
+ * A dict's key in the engine's Map<string, ...>: strings as they are; numbers, booleans and None
+ * (Python allows them, e.g. `{0: 0, 512: 128}`) under a prefix no string key from JSON or a
+ * template starts with.
+ */
+const KEY_PREFIX = '\u0000key:';
+export function dictKey(v: Value): string | undefined {
+  if (v instanceof StringValue) return v.value as string;
+  if (isNumber(v)) return KEY_PREFIX + numberOf(v);
+  if (v instanceof NullValue) return KEY_PREFIX + 'None';
+  return undefined;
+}
+export function keyValue(k: string): Value {
+  if (!k.startsWith(KEY_PREFIX)) return new StringValue(k);
+  const text = k.slice(KEY_PREFIX.length);
+  if (text === 'None') return new NullValue();
+  const n = Number(text);
+  return Number.isInteger(n) ? new IntegerValue(n) : new FloatValue(n);
+}
+
 /** An undefined value remembers why it is undefined, to say so when a template uses it. */
 export interface UndefinedInfo {
   hint?: string;
@@ -129,7 +149,7 @@ export function pyRepr(v: Value): string {
 
 function dictRepr(map: Map<string, Value>): string {
   const parts: string[] = [];
-  for (const [k, x] of map) parts.push(`${pythonStringRepr(k)}: ${pyRepr(x)}`);
+  for (const [k, x] of map) parts.push(`${pyRepr(keyValue(k))}: ${pyRepr(x)}`);
   return `{${parts.join(', ')}}`;
 }
 
@@ -222,11 +242,14 @@ export function jsonDumps(v: Value, options: JsonOptions, budget: number): strin
     if (x instanceof ObjectValue && !(x instanceof NamespaceValue)) {
       let entries = [...(x.value as Map<string, Value>)];
       if (entries.length === 0) return emit('{}');
-      if (options.sortKeys) entries = entries.sort(([p], [q]) => compareCodePoints(p, q));
+      if (options.sortKeys) entries = entries.sort(([p], [q]) => pyCompare(keyValue(p), keyValue(q)) ?? compareCodePoints(p, q));
       emit('{');
       entries.forEach(([key, item], i) => {
         emit(i === 0 ? newline : options.itemSeparator + newline);
-        emit(jsonString(key, options.ensureAscii) + options.keySeparator);
+        const k = keyValue(key);
+        // json.dumps writes int, float, bool and None keys as strings of their JSON.
+        const text = k instanceof StringValue ? (k.value as string) : k instanceof NullValue ? 'null' : k instanceof IntegerValue ? pythonInt(k.value) : jsonFloat(k.value);
+        emit(jsonString(text, options.ensureAscii) + options.keySeparator);
         walk(item, depth + 1);
       });
       return emit(closing + '}');
