@@ -75,6 +75,7 @@ const valueNode = (value: Value): Node => ({ type: VALUE, value });
 
 /** jinja2's sandbox refuses ranges longer than this (MAX_RANGE). */
 const MAX_RANGE = 100_000;
+const MAX_CALL_DEPTH = 300;
 const DICT_METHODS = new Set(['get', 'items', 'keys', 'values']);
 const MUTATING: Record<string, ReadonlySet<string>> = {
   dict: new Set(['clear', 'pop', 'popitem', 'setdefault', 'update']),
@@ -130,6 +131,7 @@ const truthy = (v: Value | undefined): boolean => v !== undefined && v.__bool__(
 
 export class ChatInterpreter extends Interpreter {
   private steps = 0;
+  private depth = 0;
 
   constructor(
     env: Environment,
@@ -141,6 +143,13 @@ export class ChatInterpreter extends Interpreter {
   /** Throws when the deadline has passed; called every 1024 evaluations and per loop iteration. */
   checkTime(): void {
     if (performance.now() > this.limits.deadline) throw new BudgetExceeded('the template ran past its time limit');
+  }
+
+  /** Adds work done outside `evaluate` (loop iterations) and checks the deadline every 1024 steps. */
+  countSteps(n: number): void {
+    const before = this.steps;
+    this.steps += n;
+    if (this.steps >>> 10 !== before >>> 10) this.checkTime();
   }
 
   checkChars(length: number): void {
@@ -179,7 +188,7 @@ const ours = ChatInterpreter.prototype as unknown as Hooks;
 ours.evaluate = function (this: Self, node, env) {
   if (node?.type === VALUE) return node.value as Value;
   if (node?.type === 'ObjectLiteral') return objectLiteral(this, node, env);
-  if ((++(this as unknown as { steps: number }).steps & 1023) === 0) this.checkTime();
+  this.countSteps(1);
   const result = base.evaluate.call(this, node, env);
   if (result instanceof StringValue) this.checkChars((result.value as string).length);
   else if (result instanceof ArrayValue) this.checkItems((result.value as Value[]).length);
@@ -346,7 +355,14 @@ ours.evaluateCallExpression = function (this: Self, expr, env) {
   const callee = this.evaluate(expr.callee, env);
   if (isUndefined(callee)) throw undefinedFault(callee);
   if (!(callee instanceof FunctionValue)) throw new TemplateFault('TypeError', `'${pythonTypeName(callee)}' object is not callable`);
-  return base.evaluateCallExpression.call(this, { ...expr, callee: valueNode(callee) }, env);
+  // Bounded well before the JS stack (Python stops near 1000 frames, a few per macro call).
+  const self = this as unknown as { depth: number };
+  if (++self.depth > MAX_CALL_DEPTH) throw new TemplateFault('RecursionError', 'maximum recursion depth exceeded');
+  try {
+    return base.evaluateCallExpression.call(this, { ...expr, callee: valueNode(callee) }, env);
+  } finally {
+    self.depth--;
+  }
 };
 
 ours.evaluateUnaryExpression = function (this: Self, node, env) {
@@ -503,6 +519,8 @@ ours.renderFor = function (this: Self, node, env) {
   const select = node.iterable.type === 'SelectExpression';
   const iterableNode = select ? node.iterable.lhs : node.iterable;
   const items = iterate(this.evaluate(iterableNode, new Environment(env)));
+  // An iteration may evaluate nothing (an empty body): count the items, so nested loops meet the deadline.
+  this.countSteps(items.length);
   // The engine unpacks `for a, b in ...` only from lists (not tuples): hand it plain lists.
   const unpack = node.loopvar.type === 'TupleLiteral';
   const plain = new ArrayValue(unpack ? items.map((x) => (x instanceof ArrayValue ? new ArrayValue(x.value) : x)) : items);
@@ -697,7 +715,7 @@ function attributePath(item: Value, attribute: Value): Value {
   for (const part of parts) {
     if (v instanceof ObjectValue) v = (v.value as Map<string, Value>).get(String(part)) ?? undefinedValue(`'dict object' has no attribute '${part}'`);
     else if (v instanceof ArrayValue && /^-?\d+$/.test(String(part))) v = (v.value as Value[]).at(Number(part)) ?? undefinedValue(`list object has no element ${part}`);
-    else if (isUndefined(v)) throw undefinedFault(v);
+    else if (isUndefined(v)) return v; // make_attrgetter's getitem on Undefined gives Undefined
     else return undefinedValue(`'${pythonTypeName(v)} object' has no attribute '${part}'`);
   }
   return v;
@@ -837,6 +855,7 @@ FILTERS.max = aggregate('max');
 function pythonFormat(self: Self, format: string, args: Value[]): string {
   const [positional, keywords] = splitArgs(args);
   let auto = 0;
+  let manual = false;
   const out = format.replace(/\{\{|\}\}|\{([^{}]*)\}|[{}]/g, (whole, field: string | undefined) => {
     if (whole === '{{') return '{';
     if (whole === '}}') return '}';
@@ -844,10 +863,36 @@ function pythonFormat(self: Self, format: string, args: Value[]): string {
     const m = /^([A-Za-z_][A-Za-z0-9_]*|\d*)(?:!([rs]))?(?::(.*))?$/s.exec(field);
     if (m === null || (m[3] !== undefined && m[3] !== '')) throw new TemplateFault('ValueError', `unsupported format field '{${field}}'`);
     const [, name, conversion] = m;
+    if (name === '' ? manual : /^\d+$/.test(name!) && auto > 0) {
+      throw new TemplateFault('ValueError', name === '' ? 'cannot switch from manual field specification to automatic field numbering' : 'cannot switch from automatic field numbering to manual field specification');
+    }
+    if (/^\d+$/.test(name!)) manual = true;
     const v = name === '' ? positional[auto++] : /^\d+$/.test(name!) ? positional[Number(name)] : keywords.get(name!);
     if (v === undefined) throw new TemplateFault(name !== '' && !/^\d+$/.test(name!) ? 'KeyError' : 'IndexError', name !== '' && !/^\d+$/.test(name!) ? `'${name}'` : 'Replacement index out of range for positional args tuple');
     return conversion === 'r' ? pyRepr(v) : pyStr(v);
   });
   self.checkChars(out.length);
   return out;
+}
+
+FILTERS.round = (_, operand, args) => {
+  const [precision, method] = bind('round', ['precision', 'method'], args);
+  if (!isNumber(operand)) return undefined;
+  const p = precision === undefined ? 0 : numberOf(precision);
+  const how = method === undefined ? 'common' : pyStr(method);
+  const x = numberOf(operand);
+  const scale = 10 ** p;
+  if (how === 'ceil') return new FloatValue(Math.ceil(x * scale) / scale);
+  if (how === 'floor') return new FloatValue(Math.floor(x * scale) / scale);
+  if (how !== 'common') throw new TemplateFault('FilterArgumentError', 'method must be common, ceil or floor');
+  return new FloatValue(roundHalfEven(x, p));
+};
+
+/** Python's round(x, p): the nearest value, ties to even (on the decimal digits of x's repr). */
+function roundHalfEven(x: number, p: number): number {
+  const scaled = x * 10 ** p;
+  const floor = Math.floor(scaled);
+  const diff = scaled - floor;
+  const r = diff > 0.5 ? floor + 1 : diff < 0.5 ? floor : floor % 2 === 0 ? floor : floor + 1;
+  return r / 10 ** p;
 }
