@@ -76,6 +76,12 @@ const valueNode = (value: Value): Node => ({ type: VALUE, value });
 /** jinja2's sandbox refuses ranges longer than this (MAX_RANGE). */
 const MAX_RANGE = 100_000;
 const MAX_CALL_DEPTH = 300;
+/** Text a template may write (macros and set blocks included), in multiples of maxChars. */
+const WRITE_FACTOR = 4;
+/** Underscore attributes every Python object (dict, list, str) has. */
+const PYTHON_ATTRIBUTES = new Set(
+  '__class__ __contains__ __delattr__ __delitem__ __dir__ __doc__ __eq__ __format__ __ge__ __getattribute__ __getitem__ __gt__ __hash__ __init__ __init_subclass__ __iter__ __le__ __len__ __lt__ __ne__ __new__ __reduce__ __reduce_ex__ __repr__ __setattr__ __setitem__ __sizeof__ __str__ __subclasshook__ __class_getitem__ __ior__ __or__ __ror__ __reversed__'.split(' '),
+);
 const DICT_METHODS = new Set(['get', 'items', 'keys', 'values']);
 const MUTATING: Record<string, ReadonlySet<string>> = {
   dict: new Set(['clear', 'pop', 'popitem', 'setdefault', 'update']),
@@ -132,6 +138,7 @@ const truthy = (v: Value | undefined): boolean => v !== undefined && v.__bool__(
 export class ChatInterpreter extends Interpreter {
   private steps = 0;
   private depth = 0;
+  private written = 0;
 
   constructor(
     env: Environment,
@@ -150,6 +157,15 @@ export class ChatInterpreter extends Interpreter {
     const before = this.steps;
     this.steps += n;
     if (this.steps >>> 10 !== before >>> 10) this.checkTime();
+  }
+
+  /**
+   * Counts text written by `{{ }}` and template text, wherever it goes (a loop's output is joined
+   * only when the loop ends): more than WRITE_FACTOR times maxChars stops the template.
+   */
+  countWritten(length: number): void {
+    this.written += length;
+    if (this.written > WRITE_FACTOR * this.limits.maxChars) throw new BudgetExceeded(`the template wrote more than ${WRITE_FACTOR * this.limits.maxChars} characters`);
   }
 
   checkChars(length: number): void {
@@ -201,6 +217,7 @@ ours.renderBlock = function (this: Self, statements, env) {
     switch (statement.type) {
       case 'StringLiteral':
         out += statement.value as string;
+        this.countWritten((statement.value as string).length);
         break;
       case 'If':
         out += this.renderIf(statement, env);
@@ -216,8 +233,11 @@ ours.renderBlock = function (this: Self, statements, env) {
       case 'Macro':
         this.evaluate(statement, env);
         break;
-      default:
-        out += pyStr(this.evaluate(statement, env)); // {{ none }} prints None, as Python's str()
+      default: {
+        const text = pyStr(this.evaluate(statement, env)); // {{ none }} prints None, as Python's str()
+        this.countWritten(text.length);
+        out += text;
+      }
     }
     this.checkChars(out.length);
   }
@@ -238,7 +258,12 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
   const type = pythonTypeName(object);
   if (property instanceof StringValue) {
     const name = property.value as string;
-    if (name.startsWith('_')) return undefinedValue(`access to attribute '${name}' of '${type}' object is unsafe.`, 'SecurityError');
+    // The sandbox refuses Python's own underscore attributes; a dict's item of that name is data
+    // (jinja2 looks `[name]` up as an item first, and `.name` as an item when no attribute has it).
+    const item = isDict(object) && (object.value as Map<string, Value>).has(name);
+    if (name.startsWith('_') && !(item && (computed || !PYTHON_ATTRIBUTES.has(name)))) {
+      return undefinedValue(`access to attribute '${name}' of '${type}' object is unsafe.`, 'SecurityError');
+    }
     if (MUTATING[type]?.has(name)) return undefinedValue(`access to attribute '${name}' of '${type}' object is unsafe.`, 'SecurityError');
     // jinja2 looks `.name` up as an attribute first (a dict's methods), `[name]` as an item first.
     if (isDict(object) && !(object instanceof NamespaceValue) && DICT_METHODS.has(name) && (!computed || !(object.value as Map<string, Value>).has(name))) {
@@ -250,7 +275,9 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
     }
   }
   let result: Value;
-  if (isDict(object) && !(property instanceof StringValue)) {
+  if (!(object instanceof ObjectValue || object instanceof ArrayValue || object instanceof StringValue)) {
+    result = property instanceof StringValue ? base.evaluateMemberExpression.call(this, { ...expr, computed: true, object: valueNode(object), property: valueNode(property) }, env) : new UndefinedValue();
+  } else if (isDict(object) && !(property instanceof StringValue)) {
     const key = dictKey(property);
     result = (key === undefined ? undefined : (object.value as Map<string, Value>).get(key)) ?? new UndefinedValue();
   } else if (!(property instanceof StringValue) && !isNumber(property)) {
@@ -264,8 +291,10 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
     result = base.evaluateMemberExpression.call(this, { ...expr, computed: true, object: valueNode(object), property: valueNode(property) }, env);
   }
   if (!isUndefined(result)) return result;
-  if (isNumber(property)) return undefinedValue(`${type} object has no element ${pyStr(property)}`);
-  return undefinedValue(`'${type} object' has no attribute '${pyStr(property)}'`);
+  // jinja2's object_type_repr: None is 'None', other values '<type> object'.
+  const owner = object instanceof NullValue ? 'None' : `${type} object`;
+  if (!(property instanceof StringValue)) return undefinedValue(`${owner} has no element ${pyRepr(property)}`);
+  return undefinedValue(`'${owner}' has no attribute '${property.value as string}'`);
 };
 
 /** A dict literal; its keys may be numbers, booleans or None as in Python (the engine takes strings only). */
@@ -559,6 +588,7 @@ const TESTS: Record<string, (v: Value) => boolean> = {
 ours.applyFilter = function (this: Self, operand, filterNode, env) {
   const name = (filterNode.type === 'Identifier' ? filterNode.value : filterNode.callee?.value) as string;
   const args = filterNode.type === 'CallExpression' ? this.evaluateCallArguments(filterNode.args, env) : [];
+  if (!JINJA2_FILTERS.has(name)) throw new TemplateFault('TemplateRuntimeError', `No filter named '${name}' found.`);
   const own = FILTERS[name];
   if (own !== undefined) {
     const result = own(this, operand, args);
@@ -580,13 +610,21 @@ const STRING_FILTERS: Record<string, (s: string) => string> = {
   capitalize: (s) => (s === '' ? s : Array.from(s)[0]!.toUpperCase() + Array.from(s).slice(1).join('').toLowerCase()),
 };
 
+/** jinja2's built-in filters and transformers' tojson: no other name is a filter. */
+const JINJA2_FILTERS = new Set(
+  'abs attr batch capitalize center count d default dictsort e escape filesizeformat first float forceescape format groupby indent int items join last length list lower map max min pprint random reject rejectattr replace reverse round safe select selectattr slice sort string striptags sum title tojson trim truncate unique upper urlencode urlize wordcount wordwrap xmlattr'.split(' '),
+);
+
 type Filter = (self: Self, operand: Value, args: Value[]) => Value | undefined;
 const FILTERS: Record<string, Filter> = {
   tojson: (self, operand, args) => {
     // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
     const [ensureAscii, indent, separators, sortKeys] = bind('tojson', ['ensure_ascii', 'indent', 'separators', 'sort_keys'], args);
     let indentText: string | undefined;
-    if (indent !== undefined && !(indent instanceof NullValue)) indentText = indent instanceof StringValue ? (indent.value as string) : ' '.repeat(Math.max(0, numberOf(indent)));
+    if (indent !== undefined && !(indent instanceof NullValue)) {
+      if (!(indent instanceof StringValue)) self.checkChars(numberOf(indent));
+      indentText = indent instanceof StringValue ? (indent.value as string) : ' '.repeat(Math.max(0, numberOf(indent)));
+    }
     let itemSeparator = indentText === undefined ? ', ' : ',';
     let keySeparator = ': ';
     if (separators !== undefined && !(separators instanceof NullValue)) {
@@ -658,9 +696,10 @@ const FILTERS: Record<string, Filter> = {
     if (operand instanceof ArrayValue) return new IteratorValue([...(operand.value as Value[])].reverse(), operand instanceof TupleValue ? 'reversed' : 'list_reverseiterator');
     return undefined;
   },
-  indent: (_, operand, args) => {
+  indent: (self, operand, args) => {
     // jinja2 3.1's do_indent, splitlines() quirk included.
     const [width, first, blank] = bind('indent', ['width', 'first', 'blank'], args);
+    if (width !== undefined && !(width instanceof StringValue)) self.checkChars(numberOf(width));
     const indention = width === undefined ? '    ' : width instanceof StringValue ? (width.value as string) : ' '.repeat(Math.max(0, numberOf(width)));
     const lines = splitLines(pyStr(operand) + '\n');
     let out: string;
@@ -863,9 +902,8 @@ function pythonFormat(self: Self, format: string, args: Value[]): string {
     const m = /^([A-Za-z_][A-Za-z0-9_]*|\d*)(?:!([rs]))?(?::(.*))?$/s.exec(field);
     if (m === null || (m[3] !== undefined && m[3] !== '')) throw new TemplateFault('ValueError', `unsupported format field '{${field}}'`);
     const [, name, conversion] = m;
-    if (name === '' ? manual : /^\d+$/.test(name!) && auto > 0) {
-      throw new TemplateFault('ValueError', name === '' ? 'cannot switch from manual field specification to automatic field numbering' : 'cannot switch from automatic field numbering to manual field specification');
-    }
+    // string.Formatter (which the sandbox formats with) says this for either switch.
+    if (name === '' ? manual : /^\d+$/.test(name!) && auto > 0) throw new TemplateFault('ValueError', 'cannot switch from manual field specification to automatic field numbering');
     if (/^\d+$/.test(name!)) manual = true;
     const v = name === '' ? positional[auto++] : /^\d+$/.test(name!) ? positional[Number(name)] : keywords.get(name!);
     if (v === undefined) throw new TemplateFault(name !== '' && !/^\d+$/.test(name!) ? 'KeyError' : 'IndexError', name !== '' && !/^\d+$/.test(name!) ? `'${name}'` : 'Replacement index out of range for positional args tuple');
