@@ -3,7 +3,7 @@
 // jinja2 output, with the same special tokens put in a vocabulary.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GgufError, encodeGguf, openGguf, openGgufRemote, parseGguf, writeGgufFile, type GgufWriteSpec } from '../../lib/index.js';
+import { GgufError, encodeGguf, openGguf, openGgufRemote, parseGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
@@ -13,7 +13,7 @@ const SIMPLE = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content
 
 function spec(template: string | undefined, options: { bos?: number; eos?: number; named?: Record<string, string>; tokens?: string[] } = {}): GgufWriteSpec {
   const tokens = options.tokens ?? ['<unk>', '<s>', '</s>', 'a', 'b'];
-  const metadata: GgufWriteSpec['metadata'] = [
+  const metadata: Array<readonly [string, GgufWriteValue]> = [
     ['general.architecture', { type: 'STRING', value: 'llama' }],
     ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
     ['tokenizer.ggml.tokens', { type: 'ARRAY', arrayType: 'STRING', value: tokens }],
