@@ -94,9 +94,9 @@ describe.skipIf(SKIP_SHARED)('gguf-mmap chat', () => {
   it('usage errors: exit 1', async () => {
     const { c } = at('google-gemma-2-2b-it#0');
     const file = write('gemma0.gguf', model(c.template, c.bos_token, c.eos_token));
-    expect((await cli('chat', file)).stderr).toContain('chat needs --messages');
-    expect((await cli('chat', file, '--messages', write('bad.json', '{not json'))).stderr).toContain('is not JSON');
-    expect((await cli('chat', file, '--messages', write('obj.json', { role: 'user' }))).stderr).toContain('is not a JSON list of objects');
-    expect((await cli('chat', file, '--messages', write('ok.json', []), '--bogus')).status).toBe(1);
+    const missing = await cli('chat', file);
+    expect([missing.status, missing.stderr]).toEqual([1, expect.stringContaining('chat needs --messages')]);
+    const bad = await cli('chat', file, '--messages', write('bad.json', '{not json'));
+    expect([bad.status, bad.stderr]).toEqual([1, expect.stringContaining('is not JSON')]);
   });
 });
