@@ -273,6 +273,16 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
       const method = stringMethod(this, object, name);
       if (method !== undefined) return method;
     }
+    // The engine's `.length` of strings and lists is no Python attribute.
+    if (name === 'length' && (object instanceof StringValue || object instanceof ArrayValue)) return undefinedValue(`'${type} object' has no attribute 'length'`);
+    if (name === 'cycle' && 'iteration' in object && 'createEntries' in object) {
+      const index = (object as unknown as { iteration: number }).iteration;
+      return new FunctionValue((args: Value[]) => {
+        const [items] = splitArgs(args);
+        if (items.length === 0) throw new TemplateFault('TypeError', 'no items for cycling given');
+        return items[index % items.length]!;
+      });
+    }
   }
   let result: Value;
   if (!(object instanceof ObjectValue || object instanceof ArrayValue || object instanceof StringValue)) {
@@ -366,6 +376,21 @@ function stringMethod(self: Self, object: Value, name: string): Value | undefine
       });
     case 'format':
       return new FunctionValue((args: Value[]) => wrap(pythonFormat(self, s, args)));
+    case 'find':
+    case 'rfind':
+    case 'index':
+    case 'rindex':
+    case 'count':
+      return new FunctionValue((args: Value[]) => {
+        const [sub] = bind(name, ['sub'], args);
+        if (!(sub instanceof StringValue)) throw new TemplateFault('TypeError', `must be str, not ${sub === undefined ? 'nothing' : pythonTypeName(sub)}`);
+        const needle = sub!.value as string;
+        const cps = (text: string) => Array.from(text).length; // Python counts code points
+        if (name === 'count') return new IntegerValue(needle === '' ? cps(s) + 1 : s.split(needle).length - 1);
+        const at = name.startsWith('r') ? s.lastIndexOf(needle) : s.indexOf(needle);
+        if (at < 0 && name.endsWith('index')) throw new TemplateFault('ValueError', 'substring not found');
+        return new IntegerValue(at < 0 ? -1 : cps(s.slice(0, at)));
+      });
     case 'splitlines':
       return new FunctionValue(() => new ArrayValue(splitLines(s).map(wrap)));
     default:
@@ -934,3 +959,62 @@ function roundHalfEven(x: number, p: number): number {
   const r = diff > 0.5 ? floor + 1 : diff < 0.5 ? floor : floor % 2 === 0 ? floor : floor + 1;
   return r / 10 ** p;
 }
+
+FILTERS.sum = (_, operand, args) => {
+  const [attribute, start] = bind('sum', ['attribute', 'start'], args);
+  let total: Value = start ?? new IntegerValue(0);
+  for (const item of iterate(operand)) {
+    const v = attribute === undefined || attribute instanceof NullValue ? item : attributePath(item, attribute);
+    if (!isNumber(total) || !isNumber(v)) throw new TemplateFault('TypeError', `unsupported operand type(s) for +: '${pythonTypeName(total)}' and '${pythonTypeName(v)}'`);
+    const value = numberOf(total) + numberOf(v);
+    total = total instanceof FloatValue || v instanceof FloatValue ? new FloatValue(value) : new IntegerValue(value);
+  }
+  return total;
+};
+
+FILTERS.center = (self, operand, args) => {
+  const [width] = bind('center', ['width'], args);
+  const s = pyStr(operand);
+  const w = width === undefined ? 80 : numberOf(width);
+  self.checkChars(w);
+  const n = Array.from(s).length;
+  if (w <= n) return new StringValue(s);
+  // CPython's str.center: the extra space goes left when the margin and the width are both odd.
+  const marg = w - n;
+  const left = Math.floor(marg / 2) + (marg & w & 1);
+  return new StringValue(' '.repeat(left) + s + ' '.repeat(marg - left));
+};
+
+FILTERS.wordcount = (_, operand) => new IntegerValue((pyStr(operand).match(/\w+/gu) ?? []).length);
+
+FILTERS.batch = (self, operand, args) => {
+  const [size, fill] = bind('batch', ['linecount', 'fill_with'], args);
+  const n = size === undefined ? 0 : numberOf(size);
+  if (!(n >= 1)) throw new TemplateFault('ValueError', 'batch size must be at least 1');
+  const items = iterate(operand);
+  const out: Value[] = [];
+  for (let i = 0; i < items.length; i += n) {
+    const row = items.slice(i, i + n);
+    if (fill !== undefined && fill !== null && !(fill instanceof NullValue)) while (row.length < n) row.push(fill);
+    out.push(new ArrayValue(row));
+  }
+  self.checkItems(out.length);
+  return new IteratorValue(out, 'generator');
+};
+
+FILTERS.truncate = (_, operand, args) => {
+  // jinja2's do_truncate(s, length=255, killwords=False, end='...', leeway=5).
+  const [length, killwords, end, leeway] = bind('truncate', ['length', 'killwords', 'end', 'leeway'], args);
+  const s = pyStr(operand);
+  const cps = Array.from(s);
+  const max = length === undefined ? 255 : numberOf(length);
+  const tail = end === undefined ? '...' : pyStr(end);
+  const slack = leeway === undefined ? 5 : numberOf(leeway);
+  if (max < tail.length) throw new TemplateFault('AssertionError', `expected length >= ${tail.length}, got ${max}`);
+  if (slack < 0) throw new TemplateFault('AssertionError', `expected leeway >= 0, got ${slack}`);
+  if (cps.length <= max + slack) return new StringValue(s);
+  const cut = cps.slice(0, max - tail.length).join('');
+  if (truthy(killwords)) return new StringValue(cut + tail);
+  const space = cut.lastIndexOf(' ');
+  return new StringValue((space < 0 ? cut : cut.slice(0, space)) + tail);
+};
