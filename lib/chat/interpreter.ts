@@ -374,6 +374,12 @@ function stringMethod(self: Self, object: Value, name: string): Value | undefine
         self.checkItems(parts.length);
         return new ArrayValue(parts.map(wrap));
       });
+    case 'replace':
+      return new FunctionValue((args: Value[]) => {
+        const [from, to, count] = bind('replace', ['old', 'new', 'count'], args);
+        if (!(from instanceof StringValue) || !(to instanceof StringValue)) throw new TemplateFault('TypeError', 'replace() arguments must be str');
+        return wrap(pyReplace(self, s, from!.value as string, to!.value as string, count === undefined ? -1 : numberOf(count)));
+      });
     case 'format':
       return new FunctionValue((args: Value[]) => wrap(pythonFormat(self, s, args)));
     case 'find':
@@ -1017,4 +1023,28 @@ FILTERS.truncate = (_, operand, args) => {
   if (truthy(killwords)) return new StringValue(cut + tail);
   const space = cut.lastIndexOf(' ');
   return new StringValue((space < 0 ? cut : cut.slice(0, space)) + tail);
+};
+
+/** Python's str.replace, its size checked before it is built ('' inserts between every character). */
+function pyReplace(self: Self, s: string, from: string, to: string, count: number): string {
+  if (from === '') {
+    const chars = Array.from(s);
+    const k = count < 0 ? chars.length + 1 : Math.min(count, chars.length + 1);
+    self.checkChars(s.length + k * to.length);
+    let out = '';
+    for (let i = 0; i < chars.length; i++) out += (i < k ? to : '') + chars[i];
+    return k > chars.length ? out + to : out;
+  }
+  const parts = s.split(from);
+  const occurrences = parts.length - 1;
+  const k = count < 0 ? occurrences : Math.min(count, occurrences);
+  self.checkChars(s.length + k * (to.length - from.length));
+  return parts.slice(0, k + 1).join(to) + (k < occurrences ? from + parts.slice(k + 1).join(from) : '');
+}
+
+FILTERS.replace = (self, operand, args) => {
+  const [from, to, count] = bind('replace', ['old', 'new', 'count'], args);
+  if (from === undefined || to === undefined) throw new TemplateFault('TypeError', 'replace needs old and new');
+  const out = pyReplace(self, pyStr(operand), pyStr(from), pyStr(to), count === undefined || count instanceof NullValue ? -1 : numberOf(count));
+  return isMarkup(operand) ? new MarkupValue(out) : new StringValue(out);
 };

@@ -76,6 +76,8 @@ describe('chat template sandbox', () => {
     expect(errorOf('{% for i in range(100000) %}{{ messages }}{% endfor %}', { maxChars: 10_000 }).message).toContain('stopped: the template wrote more than 40000 characters');
     expect(errorOf('{{ messages|tojson(indent=1000000000) }}', { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ 'x'|indent(1000000000, true) }}", { maxChars: 10_000 }).message).toContain('stopped');
+    expect(errorOf("{{ ('x' * 5000).replace('', 'y' * 5000) }}", { maxChars: 10_000 }).message).toContain('stopped');
+    expect(errorOf("{{ ('x' * 5000)|replace('x', 'yyy') }}", { maxChars: 10_000 }).message).toContain('stopped');
   });
 
   it('ranges are bounded as in the sandbox, recursion as in Python', () => {
