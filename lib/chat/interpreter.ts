@@ -246,7 +246,9 @@ ours.renderBlock = function (this: Self, statements, env) {
 
 ours.evaluateIdentifier = function (this: Self, node, env) {
   const value = base.evaluateIdentifier.call(this, node, env);
-  return isUndefined(value) ? undefinedValue(`'${node.value as string}' is undefined`) : value;
+  // An undefined value passed on (a macro's argument) keeps the reason it was undefined, as in jinja2.
+  if (isUndefined(value) && (value as Value & UndefinedInfo).hint === undefined) return undefinedValue(`'${node.value as string}' is undefined`);
+  return value;
 };
 
 ours.evaluateMemberExpression = function (this: Self, expr, env) {
