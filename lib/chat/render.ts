@@ -7,7 +7,8 @@
  */
 import { Environment, parse, tokenize } from '@huggingface/jinja';
 import { GgufError } from '../errors.js';
-import { BudgetExceeded, ChatInterpreter, TemplateFault } from './interpreter.js';
+import { ChatInterpreter } from './interpreter.js';
+import { BudgetExceeded, TemplateFault } from './python-ops.js';
 import { strftime } from './python-text.js';
 import {
   ArrayValue,
