@@ -208,7 +208,8 @@ function pull(args: string[]): number {
 /** `chat MODEL --messages F`: the model's chat template applied (chat-command.ts). */
 function chat(args: string[]): number {
   const parsed = asUsage(() => parseChatArgs(args), ChatUsageError);
-  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true }), ChatUsageError));
+  // TODO(tokenizer): at merge, pass `encoder: (g, text) => g.tokenizer().encode(text, { addSpecial: false, parseSpecial: true })` for --tokens.
+  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true, encoder: undefined }), ChatUsageError));
   if (isRemote(parsed.model)) {
     openGgufRemote(parsed.model, { split: parsed.split })
       .then((g) => {
