@@ -59,8 +59,11 @@ export class BudgetExceeded extends Error {}
 
 // Python's str.strip() whitespace (JS's trim differs: it strips U+FEFF, keeps U+001C-U+001F and U+0085).
 export const PY_SPACE = '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
-const LEADING_SPACE = new RegExp(`^[${PY_SPACE}]+`);
-const TRAILING_SPACE = new RegExp(`[${PY_SPACE}]+$`);
+const SPACE = new RegExp(`[${PY_SPACE}]`);
+const SPACE_RUN = new RegExp(`[${PY_SPACE}]+`, 'g');
+// Scanned, not matched with /\s+$/: a regex anchored at the end backtracks quadratically on a
+// long run of spaces followed by text, and a template's input may be megabytes.
+const isSpace = (s: string, i: number) => SPACE.test(s[i]!);
 const LINE_BREAKS = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 
 export function undefinedFault(v: Value): TemplateFault {
@@ -70,9 +73,11 @@ export function undefinedFault(v: Value): TemplateFault {
 
 export function pyStrip(s: string, chars: Value | undefined, side: 'both' | 'left' | 'right'): string {
   if (chars === undefined || chars instanceof NullValue) {
-    if (side !== 'right') s = s.replace(LEADING_SPACE, '');
-    if (side !== 'left') s = s.replace(TRAILING_SPACE, '');
-    return s;
+    let start = 0;
+    let end = s.length;
+    if (side !== 'right') while (start < end && isSpace(s, start)) start++;
+    if (side !== 'left') while (end > start && isSpace(s, end - 1)) end--;
+    return s.slice(start, end);
   }
   const set = new Set(Array.from(pyStr(chars)));
   const cps = Array.from(s);
@@ -137,19 +142,21 @@ export function stringMethod(self: Budget, object: Value, name: string): Value |
         let parts: string[];
         if (sep === undefined || sep instanceof NullValue) {
           parts = [];
-          let rest = pyStrip(s, undefined, 'left');
-          while (rest !== '') {
+          let start = 0;
+          while (start < s.length && isSpace(s, start)) start++;
+          while (start < s.length) {
             if (limit >= 0 && parts.length === limit) {
-              parts.push(rest);
+              parts.push(s.slice(start));
               break;
             }
-            const m = new RegExp(`[${PY_SPACE}]+`).exec(rest);
+            SPACE_RUN.lastIndex = start;
+            const m = SPACE_RUN.exec(s);
             if (m === null) {
-              parts.push(rest);
+              parts.push(s.slice(start));
               break;
             }
-            parts.push(rest.slice(0, m.index));
-            rest = rest.slice(m.index + m[0].length);
+            parts.push(s.slice(start, m.index));
+            start = m.index + m[0].length;
           }
         } else {
           const separator = pyStr(sep);

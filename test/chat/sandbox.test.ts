@@ -86,6 +86,14 @@ describe('chat template sandbox', () => {
     expect(errorOf('{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}').message).toContain('RecursionError: maximum recursion depth exceeded');
   });
 
+  it('strip and split scan long runs of spaces once (an end-anchored regex would take hours here)', () => {
+    const content = ' '.repeat(300_000) + 'x' + ' y'.repeat(100_000);
+    const out = renderChatTemplate("{{ messages[0].content|trim|length }} {{ messages[0].content.rstrip()|length }} {{ messages[0].content.split()|length }}", {
+      messages: [{ role: 'user', content }],
+    });
+    expect(out).toBe(`${200_001} ${500_001} ${100_001}`);
+  });
+
   it('a template that does not parse is CHAT_TEMPLATE_ERROR too', () => {
     expect(errorOf('{% if %}').message).toContain('chat template:');
     expect(errorOf('{% for x in messages %}').message).toContain('chat template:');
