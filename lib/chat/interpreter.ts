@@ -309,6 +309,12 @@ ours.evaluateTestExpression = function (this: Self, node, env) {
 ours.applyFilter = function (this: Self, operand, filterNode, env) {
   const name = (filterNode.type === 'Identifier' ? filterNode.value : filterNode.callee?.value) as string;
   const args = filterNode.type === 'CallExpression' ? this.evaluateCallArguments(filterNode.args, env) : [];
+  if (name === '__test__' || name === '__test_not__') {
+    // `x is test arg`, rewritten so by test-arguments.ts.
+    const [testName, ...testArgs] = args;
+    const result = testNamed(pyStr(testName!))(operand, testArgs);
+    return new BooleanValue(name === '__test__' ? result : !result);
+  }
   if (!JINJA2_FILTERS.has(name)) throw new TemplateFault('TemplateRuntimeError', `No filter named '${name}' found.`);
   const own = FILTERS[name];
   if (own !== undefined) {
