@@ -310,7 +310,7 @@ ours.applyFilter = function (this: Self, operand, filterNode, env) {
   const name = (filterNode.type === 'Identifier' ? filterNode.value : filterNode.callee?.value) as string;
   const args = filterNode.type === 'CallExpression' ? this.evaluateCallArguments(filterNode.args, env) : [];
   if (name === '__test__' || name === '__test_not__') {
-    // `x is test arg`, rewritten so by test-arguments.ts.
+    // `x is test arg`, rewritten so by token-rewrites.ts.
     const [testName, ...testArgs] = args;
     const result = testNamed(pyStr(testName!))(operand, testArgs);
     return new BooleanValue(name === '__test__' ? result : !result);

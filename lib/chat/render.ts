@@ -10,7 +10,7 @@ import { GgufError } from '../errors.js';
 import { ChatInterpreter } from './interpreter.js';
 import { BudgetExceeded, TemplateFault } from './python-ops.js';
 import { strftime } from './python-text.js';
-import { rewriteTestArguments } from './test-arguments.js';
+import { rewriteTokens } from './token-rewrites.js';
 import {
   ArrayValue,
   BooleanValue,
@@ -104,7 +104,7 @@ function parsed(template: string): ReturnType<typeof parse> {
   if (program === undefined) {
     // jinja2 reads \r\n and \r as \n everywhere in the source before lexing.
     const source = template.replace(/\r\n?/g, '\n');
-    program = parse(rewriteTestArguments(tokenize(source, { lstrip_blocks: true, trim_blocks: true })) as never);
+    program = parse(rewriteTokens(tokenize(source, { lstrip_blocks: true, trim_blocks: true })) as never);
     if (parsedCache.size >= PARSED_CACHE_SIZE) parsedCache.delete(parsedCache.keys().next().value!);
     parsedCache.set(template, program);
   }

@@ -1,9 +1,12 @@
 /**
- * jinja2's tests with an argument (`x is divisibleby 3`, `x is sameas none`, `x is
- * divisibleby(3)`), which the engine's parser does not read: rewritten in the token stream into
- * a filter call, `x |__test__('divisibleby', 3)` (`__test_not__` for `is not`), that applies the
- * test (filters.ts). A filter binds to the same operand a test does, tighter than `and`, `or`,
- * `not` and comparisons. Tests without an argument are left to the parser.
+ * What jinja2 reads and the engine's parser does not, rewritten in the engine's token stream:
+ *
+ * - Tests with an argument (`x is divisibleby 3`, `x is sameas none`, `x is divisibleby(3)`):
+ *   into a filter call, `x |__test__('divisibleby', 3)` (`__test_not__` for `is not`), that
+ *   applies the test (interpreter.ts). A filter binds to the same operand a test does, tighter
+ *   than `and`, `or`, `not` and comparisons. Tests without an argument are left to the parser.
+ * - Number literals with an exponent (`1e-5`, `1.5e10`: floats in jinja2), which the lexer cuts
+ *   into a number and a name (a number followed by a name is otherwise a syntax error).
  */
 interface Token {
   value: string;
@@ -44,7 +47,42 @@ function argumentEnd(tokens: readonly Token[], i: number): number {
   return k;
 }
 
-export function rewriteTestArguments(tokens: Token[]): Token[] {
+/** The engine's tokens with exponent literals joined and tests with an argument made filters. */
+export function rewriteTokens(tokens: Token[]): Token[] {
+  return rewriteTestArguments(joinExponents(tokens));
+}
+
+function joinExponents(tokens: Token[]): Token[] {
+  if (!tokens.some((t, i) => t.type === 'NumericLiteral' && tokens[i + 1]?.type === 'Identifier')) return tokens;
+  const out: Token[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    const next = tokens[i + 1];
+    if (t.type === 'NumericLiteral' && next?.type === 'Identifier' && /^[eE]\d*$/.test(next.value)) {
+      // `1e5` is one name after the number; `1e-5` a name `e`, a sign and a number.
+      let exponent = next.value.slice(1);
+      let used = 2;
+      if (exponent === '') {
+        const sign = tokens[i + 2];
+        const digits = tokens[i + 3];
+        if (sign?.type !== 'AdditiveBinaryOperator' || (sign.value !== '+' && sign.value !== '-') || digits?.type !== 'NumericLiteral' || !/^\d+$/.test(digits.value)) {
+          out.push(t);
+          continue;
+        }
+        exponent = sign.value + digits.value;
+        used = 4;
+      }
+      // The parser makes a float of a literal with a '.', as jinja2 makes one of any exponent.
+      out.push({ value: `${t.value}${t.value.includes('.') ? '' : '.0'}e${exponent}`, type: 'NumericLiteral' });
+      i += used - 1;
+      continue;
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+function rewriteTestArguments(tokens: Token[]): Token[] {
   if (!tokens.some((t) => t.type === 'Identifier' && t.value === 'is')) return tokens;
   const out: Token[] = [];
   for (let i = 0; i < tokens.length; i++) {
