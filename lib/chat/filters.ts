@@ -415,3 +415,40 @@ FILTERS.replace = (self, operand, args) => {
   return isMarkup(operand) ? new MarkupValue(out) : new StringValue(out);
 };
 
+
+/**
+ * jinja2's groupby(attribute, default=None, case_sensitive=False): (grouper, items) tuples, sorted
+ * by the key; case-insensitive grouping shows each group's first value.
+ */
+FILTERS.groupby = (self, operand, args) => {
+  const [attribute, fallback, caseSensitive] = bind('groupby', ['attribute', 'default', 'case_sensitive'], args);
+  if (attribute === undefined) throw new TemplateFault('TypeError', "groupby() missing 1 required positional argument: 'attribute'");
+  const valueOf = (item: Value) => {
+    const v = attributePath(item, attribute);
+    return isUndefined(v) && fallback !== undefined ? fallback : v;
+  };
+  const keyOf = (item: Value) => {
+    const v = valueOf(item);
+    return !truthy(caseSensitive) && v instanceof StringValue ? new StringValue((v.value as string).toLowerCase()) : v;
+  };
+  const sorted = sortBy(iterate(operand), keyOf, false);
+  const groups: Value[] = [];
+  let current: { key: Value; items: Value[] } | undefined;
+  for (const item of sorted) {
+    const key = keyOf(item);
+    if (current !== undefined && pyEquals(current.key, key)) current.items.push(item);
+    else {
+      if (current !== undefined) groups.push(groupTuple(valueOf(current.items[0]!), current.items));
+      current = { key, items: [item] };
+    }
+  }
+  if (current !== undefined) groups.push(groupTuple(valueOf(current.items[0]!), current.items));
+  self.checkItems(groups.length);
+  return new ArrayValue(groups);
+};
+
+/** A (grouper, list) pair, whose fields are also `.grouper` and `.list` (a namedtuple). */
+function groupTuple(grouper: Value, items: Value[]): Value {
+  const tuple = new TupleValue([grouper, new ArrayValue(items)]);
+  return Object.assign(tuple, { fields: ['grouper', 'list'] });
+}

@@ -210,6 +210,8 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
       const method = stringMethod(this, object, name);
       if (method !== undefined) return method;
     }
+    const fields = (object as Value & { fields?: string[] }).fields;
+    if (fields?.includes(name)) return (object.value as Value[])[fields.indexOf(name)]!;
     // The engine's `.length` of strings and lists is no Python attribute.
     if (name === 'length' && (object instanceof StringValue || object instanceof ArrayValue)) return undefinedValue(`'${type} object' has no attribute 'length'`);
     if (name === 'cycle' && 'iteration' in object && 'createEntries' in object) {
