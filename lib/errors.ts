@@ -51,6 +51,7 @@ export const GGUF_ERROR_CODES = [
   'NOT_CACHED',
   'FILE_NOT_FOUND',
   'CANNOT_REWRITE',
+  'CHAT_TEMPLATE_ERROR',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

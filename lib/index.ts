@@ -42,3 +42,5 @@ export { hostCpuFeatures } from './estimate/cpu-features.js';
 export { startViewServer } from './view/start.js';
 export type { ViewServer, ViewServerOptions } from './view/server.js';
 export type { TensorStats } from './view/tensor-stats.js';
+export { renderChatTemplate, type RenderChatTemplateOptions, type ChatMessage, type ChatTemplateLimits } from './chat/render.js';
+export type { ApplyChatTemplateOptions } from './chat/apply.js';

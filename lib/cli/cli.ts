@@ -17,6 +17,7 @@ import { formatBytes, inspectText, printable, writeInspectJson } from './inspect
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 import { closestName, commandHelp, commandHelpText, commandNames } from './usage.js';
+import { ChatUsageError, parseChatArgs, runChat } from './chat-command.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -33,6 +34,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
+       gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]...
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
        gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
 
@@ -98,13 +100,25 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    layer map, tensor table, each tensor's statistics and histogram, metadata.
                    A URL or hf: URI fetches a tensor's bytes only when it is opened.
                    --open starts the system browser; Ctrl-C ends it
+  chat MODEL       the prompt the model's chat template (tokenizer.chat_template) makes of
+                   the messages, rendered as transformers' apply_chat_template renders it,
+                   with the vocabulary's BOS/EOS text; MODEL may be a URL or hf: URI (the
+                   header only is read). Ends with the assistant's turn opened.
+    --messages F   a JSON list of {role, content, ...} messages (- reads stdin)
+    --tools F      a JSON list of tool (function) schemas
+    --no-generation-prompt
+                   without the opening of the assistant's turn
+    --tokens       print {"prompt", "tokens", "count"} as JSON: the prompt's token ids
+    --template N   the named template tokenizer.chat_template.N (e.g. tool_use)
+    --var K=JSON   a variable for the template (e.g. --var enable_thinking=false)
 
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
 
 exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
-             without a float conversion, a file the rewriting commands cannot write)`;
+             without a float conversion, a file the rewriting commands cannot write,
+             a chat template that raises for these messages or is stopped)`;
 
 class UsageError extends Error {}
 
@@ -155,6 +169,7 @@ function run(argv: string[]): number {
   }
   if (command === 'warm') return warm(rest);
   if (command === 'estimate') return estimate(rest);
+  if (command === 'chat') return chat(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -228,6 +243,28 @@ function pull(args: string[]): number {
     report(error);
     process.exitCode = pullExitStatus(error, Number(process.exitCode));
   });
+  return 0;
+}
+
+/** `chat MODEL --messages F`: the model's chat template applied (chat-command.ts). */
+function chat(args: string[]): number {
+  const parsed = asUsage(() => parseChatArgs(args), ChatUsageError);
+  // TODO(tokenizer): at merge, pass `encoder: (g, text) => g.tokenizer().encode(text, { addSpecial: false, parseSpecial: true })` for --tokens.
+  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true, encoder: undefined }), ChatUsageError));
+  if (isRemote(parsed.model)) {
+    openGgufRemote(parsed.model, { split: parsed.split })
+      .then((g) => {
+        try {
+          print(g);
+        } finally {
+          g.close();
+        }
+      })
+      .catch(report);
+    return 0;
+  }
+  using g = openGguf(parsed.model, { split: parsed.split });
+  print(g);
   return 0;
 }
 
@@ -415,7 +452,7 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
 const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 

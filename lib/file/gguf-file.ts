@@ -11,6 +11,8 @@ import { toFilePath } from './path.js';
 import { GgufTensor } from './tensor.js';
 import { checkNotAPart, checkSplitSet, partMissing, splitSetOf } from './split.js';
 import { verifySource, type VerifyOptions } from './verify.js';
+import { applyChatTemplate, type ApplyChatTemplateOptions } from '../chat/apply.js';
+import type { ChatMessage } from '../chat/render.js';
 
 /**
  * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
@@ -281,6 +283,15 @@ export class GgufFile implements Disposable {
    * (yours, or Node's own async work) can fault; the memory goes when the last of them is
    * garbage. Access through this object throws CLOSED. Calling close() again does nothing.
    */
+  /**
+   * The file's chat template (`tokenizer.chat_template`, or `tokenizer.chat_template.<name>`)
+   * rendered with these messages as transformers' apply_chat_template renders it, with the
+   * vocabulary's BOS/EOS text; from the header alone (remote files too). See docs/api.md, "Chat templates".
+   */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
+    return applyChatTemplate(this.metadata, messages, options);
+  }
+
   close(): void {
     for (const part of this.fileParts) part.source.close();
   }
