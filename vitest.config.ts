@@ -4,7 +4,18 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // reach a local server (undici's connect fails with UNKNOWN under wine 8, while node:http
 // works), so the tests of downloads and remote files do not run there.
 const underWine = process.platform === 'win32' && process.env.WINEPREFIX !== undefined;
-const needsFetch = ['test/remote/**', 'test/cache/pull.test.ts', 'test/integration/download.test.ts', 'test/view/page.test.ts'];
+// (Every file that serves the Hub imitation: test/helpers/hub.ts.)
+const needsFetch = [
+  'test/remote/**',
+  'test/cache/pull.test.ts',
+  'test/cache/pull-faults.test.ts',
+  'test/integration/download.test.ts',
+  'test/estimate/estimate-remote.test.ts',
+  'test/chat/apply.test.ts',
+  'test/chat/chat-cli.test.ts',
+  'test/view/server.test.ts',
+  'test/view/page.test.ts',
+];
 if (underWine) console.log(`under wine: not running ${needsFetch.join(', ')} (fetch cannot connect under wine 8)`);
 
 export default defineConfig({
