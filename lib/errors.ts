@@ -50,6 +50,7 @@ export const GGUF_ERROR_CODES = [
   'NOT_CACHED',
   'FILE_NOT_FOUND',
   'CANNOT_REWRITE',
+  'UNSUPPORTED_TOKENIZER',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];
