@@ -97,8 +97,9 @@ export class Vocabulary {
   treatWhitespaceAsSuffix = false;
   cleanSpaces = false;
   ignoreMerges = false;
-  lowercase = false;
-  stripAccents = false;
+  /** BERT normalizer options (llama.cpp's defaults: both on). */
+  lowercase = true;
+  stripAccents = true;
   maxTokenLength = 0;
   /** Token text to id (the last of duplicates, as llama.cpp's map). */
   private readonly index: NameIndex;
@@ -249,7 +250,7 @@ export class Vocabulary {
     this.addEos = bool('tokenizer.ggml.add_eos_token') ?? this.addEos;
     this.addSep = bool('tokenizer.ggml.add_sep_token') ?? this.addSep;
     if (this.preTokenizer?.kind === 'gemma4' && !this.addBos) this.addBos = true;
-    this.lowercase = bool('tokenizer.ggml.normalizer.lowercase') ?? (type === 'WPM' && pre === 'whitespace' ? false : this.lowercase);
+    this.lowercase = bool('tokenizer.ggml.normalizer.lowercase') ?? this.lowercase;
     this.stripAccents = bool('tokenizer.ggml.normalizer.strip_accents') ?? this.lowercase;
 
     // Tokens found by their text (llama.cpp's workarounds for files without the ids).
