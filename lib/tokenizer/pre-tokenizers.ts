@@ -236,7 +236,7 @@ function collapsedChar(cpt: number): number {
   }
 }
 
-function fromCodes(codes: Uint16Array | Uint32Array, wide: boolean): string {
+function fromCodes(codes: Uint32Array, wide: boolean): string {
   let s = '';
   const CHUNK = 8192;
   for (let i = 0; i < codes.length; i += CHUNK) {
@@ -259,9 +259,9 @@ export function splitWords(cpts: Uint32Array, pre: PreTokenizer): number[] {
     let text: string;
     if (useCollapsed) {
       if (collapsed === undefined) {
-        const codes = new Uint16Array(cpts.length);
+        const codes = new Uint8Array(cpts.length);
         for (let i = 0; i < cpts.length; i++) codes[i] = collapsedChar(cpts[i]!);
-        collapsed = fromCodes(codes, false);
+        collapsed = Buffer.from(codes.buffer, 0, codes.length).toString('latin1');
       }
       text = collapsed;
     } else {

@@ -5,7 +5,7 @@
  */
 import { GgufError } from '../errors.js';
 import type { GgufMetadata } from '../file/metadata.js';
-import { NameIndex } from '../format/name-index.js';
+import { ByteIndex } from './byte-index.js';
 import { preTokenizerOf, type PreTokenizer } from './pre-tokenizers.js';
 
 /** llama_token_attr bits. */
@@ -60,13 +60,15 @@ function stringTable(metadata: GgufMetadata, key: string): StringTable | undefin
   const n = array.length;
   const starts = new Uint32Array(n);
   const ends = new Uint32Array(n);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 0;
   const width = wideCounts ? 8 : 4;
+  // The header parse checked every length against the array's bytes (lengths past 2^32 cannot fit).
+  const low = littleEndian ? 0 : width - 4;
   for (let i = 0; i < n; i++) {
-    // The header parse checked every length against the array's bytes.
-    let length = view.getUint32(pos + (wideCounts && !littleEndian ? 4 : 0), littleEndian);
-    if (wideCounts && view.getUint32(pos + (littleEndian ? 4 : 0), littleEndian) !== 0) length = bytes.length; // impossible after the parse's checks
+    const p = pos + low;
+    const length = littleEndian
+      ? (bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24)) >>> 0
+      : ((bytes[p]! << 24) | (bytes[p + 1]! << 16) | (bytes[p + 2]! << 8) | bytes[p + 3]!) >>> 0;
     pos += width;
     starts[i] = pos;
     pos += length;
@@ -102,9 +104,9 @@ export class Vocabulary {
   stripAccents = true;
   maxTokenLength = 0;
   /** Token text to id (the last of duplicates, as llama.cpp's map). */
-  private readonly index: NameIndex;
-  private readonly entryIds: Int32Array;
-  private readonly merges: { index: NameIndex; ranks: Int32Array } | undefined;
+  private readonly index: ByteIndex;
+  /** "left right" to rank (the first of duplicates, as llama.cpp's emplace). */
+  private readonly merges: ByteIndex | undefined;
   /** Control, user-defined and unknown tokens, longest text first (llama.cpp's cache_special_tokens). */
   readonly specialTokens: Int32Array;
   readonly charsmap: Uint8Array | undefined;
@@ -193,19 +195,9 @@ export class Vocabulary {
       for (let i = 0; i < n; i++) this.attrs[i] = TYPE_TO_ATTR[types[i]!] ?? 0;
     }
 
-    // Token index: llama.cpp keeps the last of duplicate texts.
-    this.index = new NameIndex(n, tokens.bytes);
-    this.entryIds = new Int32Array(n);
-    let entries = 0;
+    this.index = new ByteIndex(tokens.bytes, tokens.starts, tokens.ends, n, true);
     let maxLength = 0;
-    for (let i = 0; i < n; i++) {
-      const a = tokens.starts[i]!;
-      const b = tokens.ends[i]!;
-      if (b - a > maxLength) maxLength = b - a;
-      const earlier = this.index.add(a, b);
-      if (earlier >= 0) this.entryIds[earlier] = i;
-      else this.entryIds[entries++] = i;
-    }
+    for (let i = 0; i < n; i++) maxLength = Math.max(maxLength, tokens.ends[i]! - tokens.starts[i]!);
     this.maxTokenLength = maxLength;
 
     if (type === 'BPE') {
@@ -213,13 +205,7 @@ export class Vocabulary {
       if (merges === undefined) {
         if (pre !== 'kimi-k2') throw unsupported('no tokenizer.ggml.merges for a BPE vocabulary');
       } else {
-        const index = new NameIndex(merges.starts.length, merges.bytes);
-        const ranks = new Int32Array(merges.starts.length);
-        let count = 0;
-        for (let i = 0; i < merges.starts.length; i++) {
-          if (index.add(merges.starts[i]!, merges.ends[i]!) < 0) ranks[count++] = i;
-        }
-        this.merges = { index, ranks };
+        this.merges = new ByteIndex(merges.bytes, merges.starts, merges.ends, merges.starts.length, false);
       }
     }
     if (type === 'UGM') {
@@ -355,8 +341,7 @@ export class Vocabulary {
 
   /** The id of the token whose text is bytes [start, end) of `source`, or -1. */
   find(source: Uint8Array, start: number, end: number): number {
-    const entry = this.index.findRange(source, start, end);
-    return entry < 0 ? -1 : this.entryIds[entry]!;
+    return this.index.find(source, start, end);
   }
 
   tokenId(text: string): number | undefined {
@@ -367,9 +352,7 @@ export class Vocabulary {
 
   /** The rank of merging the two byte ranges (bytes "left right" at [start, end) of `source`), or -1. */
   mergeRank(source: Uint8Array, start: number, end: number): number {
-    if (this.merges === undefined) return -1;
-    const entry = this.merges.index.findRange(source, start, end);
-    return entry < 0 ? -1 : this.merges.ranks[entry]!;
+    return this.merges === undefined ? -1 : this.merges.find(source, start, end);
   }
 
   private byteTokens: Int32Array | undefined;
