@@ -15,6 +15,7 @@ import { progressBar, type ProgressBar } from './progress-bar.js';
 import { formatBytes, inspectText, printable, writeInspectJson } from './inspect.js';
 import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
+import { parseTokenizeArgs, tokenizeInput, tokenizeOutput, TokenizeUsageError } from './tokenize-command.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -30,6 +31,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap split IN OUTPREFIX --split-max-tensors N | --split-max-size N[M|G] [--no-tensor-first-split]
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
+       gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
@@ -84,6 +86,13 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    compare with a manifest (the lines printed before); exit 1 on a
                    mismatch, 3 when nothing in it matches, 4 no known kind, 5 unreadable
 
+  tokenize MODEL [TEXT]
+                   the token ids of TEXT (stdin when - or absent) under the model's own
+                   vocabulary, exactly as llama.cpp's llama_tokenize: one line per token,
+                   its id and its piece (escaped); a URL or hf: URI reads the header only.
+    --ids          the ids on one line     --count   how many     --json   ids and pieces
+    --no-special   no BOS/EOS              --parse-special  control-token texts as tokens
+
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
 
@@ -116,6 +125,7 @@ function run(argv: string[]): number {
     return 0;
   }
   if (command === 'warm') return warm(rest);
+  if (command === 'tokenize') return tokenize(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -137,6 +147,26 @@ function run(argv: string[]): number {
   printInspect(g, path, flags.has('--json'), flags.has('--sha256'));
   // Pages lost while reading (the file truncated underneath) read as zeros: say so, exit 2.
   g.verify();
+  return 0;
+}
+
+function tokenize(rest: string[]): number {
+  let args;
+  try {
+    args = parseTokenizeArgs(rest);
+  } catch (error) {
+    if (error instanceof TokenizeUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  const text = tokenizeInput(args);
+  if (isRemote(args.model)) {
+    openGgufRemote(args.model, { split: args.split })
+      .then((g) => process.stdout.write(tokenizeOutput(g, text, args)))
+      .catch(report);
+    return 0;
+  }
+  using g = openGguf(args.model, { split: args.split });
+  writeBuffered((write) => write(tokenizeOutput(g, text, args)));
   return 0;
 }
 
@@ -353,7 +383,7 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['UNSUPPORTED_TOKENIZER', 'ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
 const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 
