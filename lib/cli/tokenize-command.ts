@@ -45,7 +45,7 @@ export function tokenizeInput(args: TokenizeArgs): string {
   return args.text ?? readFileSync(0, 'utf8');
 }
 
-const strict = new TextDecoder('utf-8', { fatal: true });
+const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A piece for a terminal: its text escaped (control characters, bidi overrides), or its bytes as <0xXX> when not whole UTF-8. */
 function showPiece(bytes: Uint8Array): string {

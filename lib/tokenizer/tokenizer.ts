@@ -47,7 +47,7 @@ export interface StreamingDecoder {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 const SPACE_ESCAPE = [0xe2, 0x96, 0x81];
 const isSpace = (b: number) => b === 0x20 || (b >= 0x09 && b <= 0x0d);
 
@@ -320,7 +320,7 @@ export class Tokenizer {
    * spaces before punctuation needs the whole text and is not applied.)
    */
   streamingDecoder(options: { unparseSpecial?: boolean } = {}): StreamingDecoder {
-    const text = new TextDecoder();
+    const text = new TextDecoder('utf-8', { ignoreBOM: true });
     let first = this.vocab.addSpacePrefix;
     return {
       push: (...ids: number[]) => {
