@@ -8,6 +8,7 @@
  * vocabularies never do, it is rebuilt with the keyed HalfSipHash-1-3 that name-index uses.
  */
 import { hashKey, keyedHash } from '../format/name-index.js';
+import { indexStringsNative } from '../native.js';
 
 const PROBE_LIMIT = 48;
 
@@ -39,31 +40,59 @@ function fastHash(b: Uint8Array, start: number, end: number, seed: number): numb
   return h >>> 0;
 }
 
+/** A GGUF STRING array's element bytes (as GgufArray.rawBytes gives them). */
+export interface RawStrings {
+  bytes: Uint8Array;
+  littleEndian: boolean;
+  wideCounts: boolean;
+}
+
 export class ByteIndex {
-  private slots: Int32Array;
   private keyed = false;
   private readonly seed: number;
 
-  /**
-   * Ids 0..count-1 are the strings [starts[i], ends[i]) of `bytes`. Of equal strings, the table
-   * keeps the last id (`keepLast`, as a C++ map assigned in order) or the first (as emplace).
-   */
-  constructor(
+  private constructor(
     private readonly bytes: Uint8Array,
-    private readonly starts: Uint32Array,
-    private readonly ends: Uint32Array,
-    count: number,
-    keepLast: boolean,
+    /** Where string i lies in `bytes`: [starts[i], ends[i]). */
+    readonly starts: Uint32Array,
+    readonly ends: Uint32Array,
+    private readonly slots: Int32Array,
   ) {
-    this.seed = hashKey()[1]! ^ 0x5bd1e995;
+    this.seed = seedOf();
+  }
+
+  /**
+   * The index of a STRING array's `count` strings. Of equal strings it keeps the last id
+   * (`keepLast`, as a C++ map assigned in order) or the first (as emplace). The addon walks and
+   * hashes where it is loaded (the array of a 128k vocabulary in a few ms); else the same in JS.
+   */
+  static ofStrings(raw: RawStrings, count: number, keepLast: boolean): ByteIndex {
     let size = 16;
     while (size < count * 2) size *= 2;
-    this.slots = new Int32Array(size);
-    if (!this.build(count, keepLast)) {
-      this.keyed = true;
-      this.slots.fill(0);
-      this.build(count, keepLast);
+    // One allocation for the three arrays.
+    const buffer = new ArrayBuffer(count * 8 + size * 4);
+    const starts = new Uint32Array(buffer, 0, count);
+    const ends = new Uint32Array(buffer, count * 4, count);
+    const slots = new Int32Array(buffer, count * 8, size);
+    const index = new ByteIndex(raw.bytes, starts, ends, slots);
+    const width = raw.wideCounts ? 8 : 4;
+    const key = hashKey();
+    let done = indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 0, keepLast, PROBE_LIMIT, starts, ends, slots);
+    if (done === -2) {
+      slots.fill(0);
+      index.keyed = true;
+      done = indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 1, keepLast, PROBE_LIMIT, starts, ends, slots);
     }
+    if (done === 0) return index;
+    slots.fill(0);
+    index.keyed = false;
+    walk(raw, count, starts, ends);
+    if (!index.build(count, keepLast)) {
+      index.keyed = true;
+      slots.fill(0);
+      index.build(count, keepLast);
+    }
+    return index;
   }
 
   private hash(source: Uint8Array, start: number, end: number): number {
@@ -113,5 +142,27 @@ export class ByteIndex {
       if (id < 0) return -1;
       if (this.same(id, source, start, end)) return id;
     }
+  }
+}
+
+function seedOf(): number {
+  return hashKey()[1]! ^ 0x5bd1e995;
+}
+
+/** Each string's [start, end) in the array's bytes (the header parse checked every length). */
+function walk(raw: RawStrings, count: number, starts: Uint32Array, ends: Uint32Array): void {
+  const { bytes, littleEndian, wideCounts } = raw;
+  const width = wideCounts ? 8 : 4;
+  const low = littleEndian ? 0 : width - 4;
+  let pos = 0;
+  for (let i = 0; i < count; i++) {
+    const p = pos + low;
+    const length = littleEndian
+      ? (bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24)) >>> 0
+      : ((bytes[p]! << 24) | (bytes[p + 1]! << 16) | (bytes[p + 2]! << 8) | bytes[p + 3]!) >>> 0;
+    pos += width;
+    starts[i] = pos;
+    pos += length;
+    ends[i] = pos;
   }
 }

@@ -5,7 +5,7 @@
  */
 import { GgufError } from '../errors.js';
 import type { GgufMetadata } from '../file/metadata.js';
-import { ByteIndex } from './byte-index.js';
+import { ByteIndex, type RawStrings } from './byte-index.js';
 import { preTokenizerOf, type PreTokenizer } from './pre-tokenizers.js';
 
 /** llama_token_attr bits. */
@@ -45,36 +45,12 @@ export interface SpecialIds {
 const NULL = -1;
 const encoder = new TextEncoder();
 
-/** The header bytes of a string array and each string's [start, end) in them. */
-interface StringTable {
-  bytes: Uint8Array;
-  starts: Uint32Array;
-  ends: Uint32Array;
-}
-
-function stringTable(metadata: GgufMetadata, key: string): StringTable | undefined {
+/** A STRING array's raw bytes and count, or undefined if absent. */
+function rawStrings(metadata: GgufMetadata, key: string): { raw: RawStrings; count: number } | undefined {
   const array = metadata.array(key);
   if (array === undefined) return undefined;
   if (array.elementType !== 'STRING') throw new GgufError('UNSUPPORTED_TOKENIZER', `'${key}' is an array of ${array.elementType}, not of strings`, metadata.info(key)!.offset);
-  const { bytes, littleEndian, wideCounts } = array.rawBytes();
-  const n = array.length;
-  const starts = new Uint32Array(n);
-  const ends = new Uint32Array(n);
-  let pos = 0;
-  const width = wideCounts ? 8 : 4;
-  // The header parse checked every length against the array's bytes (lengths past 2^32 cannot fit).
-  const low = littleEndian ? 0 : width - 4;
-  for (let i = 0; i < n; i++) {
-    const p = pos + low;
-    const length = littleEndian
-      ? (bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24)) >>> 0
-      : ((bytes[p]! << 24) | (bytes[p + 1]! << 16) | (bytes[p + 2]! << 8) | bytes[p + 3]!) >>> 0;
-    pos += width;
-    starts[i] = pos;
-    pos += length;
-    ends[i] = pos;
-  }
-  return { bytes, starts, ends };
+  return { raw: array.rawBytes(), count: array.length };
 }
 
 export class Vocabulary {
@@ -170,15 +146,16 @@ export class Vocabulary {
     this.addSpacePrefix = bool('tokenizer.ggml.add_space_prefix') ?? this.addSpacePrefix;
     this.removeExtraWhitespaces = bool('tokenizer.ggml.remove_extra_whitespaces') ?? this.removeExtraWhitespaces;
 
-    const tokens = stringTable(metadata, 'tokenizer.ggml.tokens');
+    const tokens = rawStrings(metadata, 'tokenizer.ggml.tokens');
     if (tokens === undefined) throw unsupported('no tokenizer.ggml.tokens');
-    this.bytes = tokens.bytes;
-    this.starts = tokens.starts;
-    this.ends = tokens.ends;
-    const n = tokens.starts.length;
+    const n = tokens.count;
     this.size = n;
     if (n === 0) throw unsupported('an empty vocabulary');
     if (n > 0x7fffffff) throw unsupported('more tokens than int32 ids');
+    this.index = ByteIndex.ofStrings(tokens.raw, n, true);
+    this.bytes = tokens.raw.bytes;
+    this.starts = this.index.starts;
+    this.ends = this.index.ends;
 
     const scoresKey = metadata.info('tokenizer.ggml.scores');
     if (scoresKey !== undefined) {
@@ -186,26 +163,34 @@ export class Vocabulary {
       if (scoresKey.length! < n) throw new GgufError('UNSUPPORTED_TOKENIZER', `${modelName}: ${scoresKey.length} scores for ${n} tokens`, scoresKey.offset);
       this.scores = metadata.get('tokenizer.ggml.scores') as Float32Array | Int32Array;
     }
-    this.attrs = new Uint16Array(n).fill(ATTR_NORMAL);
     const typesKey = metadata.info('tokenizer.ggml.token_type');
+    let types: Int32Array | undefined;
     if (typesKey !== undefined) {
       if (typesKey.arrayType !== 'INT32') throw new GgufError('UNSUPPORTED_TOKENIZER', `${modelName}: tokenizer.ggml.token_type is not an array of INT32`, typesKey.offset);
       if (typesKey.length! < n) throw new GgufError('UNSUPPORTED_TOKENIZER', `${modelName}: ${typesKey.length} token types for ${n} tokens`, typesKey.offset);
-      const types = metadata.get('tokenizer.ggml.token_type') as Int32Array;
-      for (let i = 0; i < n; i++) this.attrs[i] = TYPE_TO_ATTR[types[i]!] ?? 0;
+      types = metadata.get('tokenizer.ggml.token_type') as Int32Array;
     }
-
-    this.index = new ByteIndex(tokens.bytes, tokens.starts, tokens.ends, n, true);
+    // One pass over the tokens (it runs once, mostly before the JIT has compiled it).
+    const attrs = new Uint16Array(n);
+    this.attrs = attrs;
+    const { starts, ends } = this;
+    const candidates: number[] = [];
     let maxLength = 0;
-    for (let i = 0; i < n; i++) maxLength = Math.max(maxLength, tokens.ends[i]! - tokens.starts[i]!);
+    for (let i = 0; i < n; i++) {
+      const a = types === undefined ? ATTR_NORMAL : (TYPE_TO_ATTR[types[i]!] ?? 0);
+      attrs[i] = a;
+      const length = ends[i]! - starts[i]!;
+      if (length > maxLength) maxLength = length;
+      if ((a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) candidates.push(i);
+    }
     this.maxTokenLength = maxLength;
 
     if (type === 'BPE') {
-      const merges = stringTable(metadata, 'tokenizer.ggml.merges');
+      const merges = rawStrings(metadata, 'tokenizer.ggml.merges');
       if (merges === undefined) {
         if (pre !== 'kimi-k2') throw unsupported('no tokenizer.ggml.merges for a BPE vocabulary');
       } else {
-        this.merges = new ByteIndex(merges.bytes, merges.starts, merges.ends, merges.starts.length, false);
+        this.merges = ByteIndex.ofStrings(merges.raw, merges.count, false);
       }
     }
     if (type === 'UGM') {
@@ -264,7 +249,7 @@ export class Vocabulary {
     findFirst('fimSep', ['<|file_sep|>']);
 
     const unusedBytes = encoder.encode('unused');
-    for (let i = 0; i < n; i++) {
+    for (const i of candidates) {
       if ((this.attrs[i]! & ATTR_CONTROL) !== 0 && (this.attrs[i]! & ATTR_UNUSED) === 0 && this.contains(i, unusedBytes)) this.attrs[i] = this.attrs[i]! | ATTR_UNUSED;
     }
 
@@ -296,7 +281,13 @@ export class Vocabulary {
     this.eog = eog;
 
     const specials: number[] = [];
-    for (let i = 0; i < n; i++) if ((this.attrs[i]! & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) specials.push(i);
+    // Tokens made control or user-defined above are the ones found by text (special ids included).
+    const found = [...Object.values(s), ...eog].filter((id) => id >= 0);
+    for (const text of ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>', '<|end|>', '</s>']) {
+      const id = this.tokenId(text);
+      if (id !== undefined) found.push(id);
+    }
+    for (const i of new Set([...candidates, ...found])) if ((this.attrs[i]! & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) specials.push(i);
     specials.sort((a, b) => this.ends[b]! - this.starts[b]! - (this.ends[a]! - this.starts[a]!) || a - b);
     this.specialTokens = Int32Array.from(specials);
 
