@@ -48,7 +48,8 @@ export interface RawStrings {
 }
 
 export class ByteIndex {
-  private keyed = false;
+  /** Whether the table was rebuilt with the keyed hash (a probe ran past the limit). */
+  keyed = false;
   private readonly seed: number;
 
   private constructor(
@@ -66,7 +67,7 @@ export class ByteIndex {
    * (`keepLast`, as a C++ map assigned in order) or the first (as emplace). The addon walks and
    * hashes where it is loaded (the array of a 128k vocabulary in a few ms); else the same in JS.
    */
-  static ofStrings(raw: RawStrings, count: number, keepLast: boolean): ByteIndex {
+  static ofStrings(raw: RawStrings, count: number, keepLast: boolean, probeLimit = PROBE_LIMIT, useAddon = true): ByteIndex {
     let size = 16;
     while (size < count * 2) size *= 2;
     // One allocation for the three arrays.
@@ -77,20 +78,20 @@ export class ByteIndex {
     const index = new ByteIndex(raw.bytes, starts, ends, slots);
     const width = raw.wideCounts ? 8 : 4;
     const key = hashKey();
-    let done = indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 0, keepLast, PROBE_LIMIT, starts, ends, slots);
+    let done = useAddon ? indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 0, keepLast, probeLimit, starts, ends, slots) : undefined;
     if (done === -2) {
       slots.fill(0);
       index.keyed = true;
-      done = indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 1, keepLast, PROBE_LIMIT, starts, ends, slots);
+      done = indexStringsNative(raw.bytes, count, width, raw.littleEndian, index.seed, key, 1, keepLast, probeLimit, starts, ends, slots);
     }
     if (done === 0) return index;
     slots.fill(0);
     index.keyed = false;
     walk(raw, count, starts, ends);
-    if (!index.build(count, keepLast)) {
+    if (!index.build(count, keepLast, probeLimit)) {
       index.keyed = true;
       slots.fill(0);
-      index.build(count, keepLast);
+      index.build(count, keepLast, probeLimit);
     }
     return index;
   }
@@ -99,7 +100,7 @@ export class ByteIndex {
     return this.keyed ? keyedHash(source, start, end) : fastHash(source, start, end, this.seed);
   }
 
-  private build(count: number, keepLast: boolean): boolean {
+  private build(count: number, keepLast: boolean, probeLimit: number): boolean {
     const { slots, bytes, starts, ends } = this;
     const mask = slots.length - 1;
     const keyed = this.keyed;
@@ -118,7 +119,7 @@ export class ByteIndex {
           if (keepLast) slots[slot] = id + 1;
           break;
         }
-        if (++probes > PROBE_LIMIT && !keyed) return false;
+        if (++probes > probeLimit && !keyed) return false;
       }
     }
     return true;
