@@ -11,6 +11,7 @@
  * regexes over the same collapsed text. Regexes without categories run on the codepoints, with
  * whitespace past ASCII as 0x0B and \s meaning ASCII whitespace only (C's isspace).
  */
+import { afmoeDigits, kimiK2, type CustomSplit } from './custom-splits.js';
 import { cptFlags, CATEGORIES, LETTER, MARK, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE } from './unicode.js';
 
 export interface PreFlags {
@@ -118,6 +119,8 @@ const TABLE: ReadonlyArray<readonly [readonly string[], string, readonly string[
 
 interface CompiledRegex {
   readonly re: RegExp;
+  /** A split llama.cpp does in code for this regex (then `re` is unused). */
+  readonly custom?: CustomSplit;
   /** Runs on the collapsed text (one char per codepoint) rather than on the codepoints. */
   readonly collapsed: boolean;
 }
@@ -198,13 +201,21 @@ function asciiWhitespace(source: string): string {
   return out;
 }
 
+// Regexes llama.cpp recognizes and splits by code instead.
+const CUSTOM: Record<string, CustomSplit> = {
+  '\\p{Han}+': kimiK2,
+  '\\p{AFMoE_digits}': afmoeDigits,
+  '\\d{1,3}(?=(?:\\d{3})*\\b)': afmoeDigits,
+};
+
 function compile(source: string): CompiledRegex {
+  const custom = CUSTOM[source];
+  if (custom !== undefined) return { re: /$^/, collapsed: true, custom };
   if (usesCategories(source)) return { re: new RegExp(collapseRegex(source), 'g'), collapsed: true };
   return { re: new RegExp(asciiWhitespace(source), 'gu'), collapsed: false };
 }
 
-// llama.cpp splits these with code of its own that no regex here reproduces yet.
-const NOT_YET = new Set(['KIMI_K2', 'AFMOE', 'TINY_AYA']);
+const NOT_YET = new Set<string>();
 
 const made = new Map<string, PreTokenizer | undefined>();
 
@@ -255,7 +266,17 @@ export function splitWords(cpts: Uint32Array, pre: PreTokenizer): number[] {
   let collapsed: string | undefined;
   let wide: string | undefined;
   let wideStarts: Uint32Array | undefined; // UTF-16 index of each codepoint
-  for (const { re, collapsed: useCollapsed } of pre.regexes) {
+  for (const { re, collapsed: useCollapsed, custom } of pre.regexes) {
+    if (custom !== undefined) {
+      const next: number[] = [];
+      let start = 0;
+      for (const length of offsets) {
+        custom(cpts, start, start + length, next);
+        start += length;
+      }
+      offsets = next;
+      continue;
+    }
     let text: string;
     if (useCollapsed) {
       if (collapsed === undefined) {
