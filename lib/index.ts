@@ -35,3 +35,5 @@ export { hashTensorsAsync, type ParallelHashOptions } from './hash/parallel-hash
 export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-model.js';
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';
+export { Tokenizer, type EncodeOptions, type DecodeOptions, type StreamingDecoder } from './tokenizer/tokenizer.js';
+export type { TokenTypeName, VocabType } from './tokenizer/vocab.js';
