@@ -209,11 +209,22 @@ export class Tokenizer {
     const v = this.vocab;
     let fragments: Fragment[] = [{ offset: 0, length: bytes.length }];
     const haystack = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // Which byte pairs the text has: a token whose first two bytes are not there is not searched
+    // for (vocabularies with thousands of user-defined tokens).
+    let pairs: Uint8Array | undefined;
+    let searched = 0;
     for (const id of v.specialTokens) {
       const attr = v.attrs[id]!;
       if (!parseSpecial && (attr & (ATTR_CONTROL | ATTR_UNKNOWN)) !== 0) continue;
       const token = v.tokenBytes(id);
       if (token.length === 0) continue;
+      if (token.length >= 2 && ++searched > 32) {
+        if (pairs === undefined) {
+          pairs = new Uint8Array(65536);
+          for (let i = 0; i + 1 < bytes.length; i++) pairs[(bytes[i]! << 8) | bytes[i + 1]!] = 1;
+        }
+        if (pairs[(token[0]! << 8) | token[1]!] === 0) continue;
+      }
       if (haystack.indexOf(token) < 0) continue;
       const next: Fragment[] = [];
       for (const f of fragments) {

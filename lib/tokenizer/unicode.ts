@@ -3,6 +3,7 @@
  * (from the Unicode tables of the JS engine, computed when a codepoint is first seen), White_Space,
  * simple lowercase, the first codepoint of the NFD, and UTF-8 with invalid bytes read as U+FFFD.
  */
+import { unassignedInLlama } from './unassigned.js';
 
 export const UNDEFINED = 0x0001;
 export const NUMBER = 0x0002;
@@ -30,6 +31,7 @@ function compute(cpt: number): number {
   let flags = UNDEFINED;
   // Surrogate codepoints cannot be tested as strings on their own with /u: they are Cs.
   if (cpt >= 0xd800 && cpt <= 0xdfff) flags = CONTROL;
+  else if (unassignedInLlama(cpt)) flags = UNDEFINED;
   else {
     const m = CATEGORY.exec(String.fromCodePoint(cpt));
     if (m !== null) for (let g = 1; g < m.length; g++) if (m[g] !== undefined) flags = CATEGORY_FLAGS[g]!;

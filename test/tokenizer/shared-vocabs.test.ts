@@ -53,3 +53,11 @@ describe.skipIf(SKIP_SHARED || names.length === 0)('llama.cpp vocabularies (../s
     expect(failures.slice(0, 5), `${name}: ${total - failures.length}/${total} pass`).toEqual([]);
   });
 });
+
+describe.skipIf(SKIP_SHARED || names.length === 0)('llama.cpp cases found by differential testing (recorded from llama.cpp v0.5.0)', () => {
+  it("codepoints newer Unicode assigns but llama.cpp's tables do not (U+1AE7 is no accent to strip for BERT)", () => {
+    using file = openGguf(`${vocabDir}/ggml-vocab-bert-bge.gguf`);
+    const text = ' \u3000\u1ae7P\u45ff\u1bd0\u0e72\u0ce5yO/\u{1f625}n';
+    expect(Array.from(file.tokenizer().encode(text, { addSpecial: false }))).toEqual([100, 100, 100, 1013, 100]);
+  });
+});
