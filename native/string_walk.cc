@@ -39,6 +39,8 @@ bool SkipStrings(const uint8_t* base, size_t limit, size_t pos, uint64_t count, 
 
 #include "tensor_info_walk.h"
 
+#include <vector>
+
 namespace gguf_mmap {
 namespace {
 
@@ -80,6 +82,9 @@ int IndexStrings(const uint8_t* base, size_t limit, uint64_t count, int width, b
                  uint32_t* starts, uint32_t* ends, int32_t* slots, size_t slot_count) {
   const bool swap = little_endian != HostIsLittleEndian();
   const size_t mask = slot_count - 1;
+  // First the walk and the hashes, then the inserts: knowing the hashes ahead, each insert
+  // prefetches the slot of one several strings on (the table is megabytes: a miss per insert).
+  std::vector<uint32_t> hashes(static_cast<size_t>(count));
   size_t pos = 0;
   for (uint64_t id = 0; id < count; id++) {
     if (pos > limit || limit - pos < static_cast<size_t>(width)) return -1;
@@ -89,16 +94,22 @@ int IndexStrings(const uint8_t* base, size_t limit, uint64_t count, int width, b
     pos = start + length;
     starts[id] = static_cast<uint32_t>(start);
     ends[id] = static_cast<uint32_t>(pos);
+    hashes[id] = mode == 0 ? SeededHash(base + start, length, seed) : KeyedHash(base + start, length, key0, key1);
+  }
+  constexpr uint64_t kAhead = 16;
+  for (uint64_t id = 0; id < count; id++) {
+    if (id + kAhead < count) __builtin_prefetch(&slots[hashes[id + kAhead] & mask]);
+    const uint32_t start = starts[id];
+    const size_t length = ends[id] - start;
     const uint8_t* s = base + start;
-    const uint32_t h = mode == 0 ? SeededHash(s, length, seed) : KeyedHash(s, length, key0, key1);
     int probes = 0;
-    for (size_t slot = h & mask;; slot = (slot + 1) & mask) {
+    for (size_t slot = hashes[id] & mask;; slot = (slot + 1) & mask) {
       const int32_t other = slots[slot] - 1;
       if (other < 0) {
         slots[slot] = static_cast<int32_t>(id + 1);
         break;
       }
-      if (ends[other] - starts[other] == length && std::memcmp(base + starts[other], s, length) == 0) {
+      if (hashes[other] == hashes[id] && ends[other] - starts[other] == length && std::memcmp(base + starts[other], s, length) == 0) {
         if (keep_last) slots[slot] = static_cast<int32_t>(id + 1);
         break;
       }
