@@ -15,12 +15,21 @@ export class UgmSession {
   private readonly xcda: Uint32Array | undefined;
   private readonly replacements: Uint8Array | undefined;
   private readonly maxUserDefined: number;
+  /** The longest candidate token starting with each two bytes (lookups stop there). */
+  private readonly longestFrom: Uint16Array;
 
   constructor(private readonly vocab: Vocabulary) {
     let min = Number.MAX_VALUE;
     let maxUser = 0;
+    const longest = new Uint16Array(65536);
     for (let id = 0; id < vocab.size; id++) {
       const a = vocab.attrs[id]!;
+      const start = vocab.starts[id]!;
+      const length = vocab.ends[id]! - start;
+      if (length >= 2) {
+        const k = (vocab.bytes[start]! << 8) | vocab.bytes[start + 1]!;
+        longest[k] = Math.max(longest[k]!, Math.min(length, 0xffff));
+      }
       if (a & ATTR_NORMAL) min = Math.min(min, Math.fround(vocab.score(id)));
       if (a & ATTR_USER_DEFINED) maxUser = Math.max(maxUser, vocab.ends[id]! - vocab.starts[id]!);
     }
@@ -28,6 +37,7 @@ export class UgmSession {
     if (min === Number.MAX_VALUE) min = 3.4028234663852886e38;
     this.unknownScore = Math.fround(min - 10);
     this.maxUserDefined = maxUser;
+    this.longestFrom = longest;
     const map = vocab.charsmap;
     if (map !== undefined && map.length > 0) {
       if (map.length < 4) throw new GgufError('UNSUPPORTED_TOKENIZER', 'precompiled_charsmap too small for its header', 0);
@@ -61,7 +71,8 @@ export class UgmSession {
       const charLength = Math.min(utf8Length(norm[at]!), n - at);
       let singleFound = false;
       const base = bestScore[at]!;
-      const limit = Math.min(n, at + maxLength);
+      // Single-byte tokens, then only as long as a token with these first two bytes goes.
+      const limit = at + 1 < n ? Math.min(n, at + Math.max(1, Math.min(maxLength, this.longestFrom[(norm[at]! << 8) | norm[at + 1]!]!))) : Math.min(n, at + maxLength);
       for (let end = at + 1; end <= limit; end++) {
         const id = vocab.find(norm, at, end);
         if (id < 0 || !this.isTrieToken(id)) continue;
