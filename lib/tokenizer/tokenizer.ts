@@ -107,7 +107,7 @@ export class Tokenizer {
   /** The token's type from tokenizer.ggml.token_type, as llama.cpp adjusts it. */
   tokenType(id: number): TokenTypeName {
     this.check(id);
-    const a = this.vocab.attrs[id]!;
+    const a = this.vocab.attr(id);
     if (a & ATTR_UNKNOWN) return 'unknown';
     if (a & ATTR_CONTROL) return 'control';
     if (a & ATTR_USER_DEFINED) return 'user-defined';
@@ -214,7 +214,7 @@ export class Tokenizer {
     let pairs: Uint8Array | undefined;
     let searched = 0;
     for (const id of v.specialTokens) {
-      const attr = v.attrs[id]!;
+      const attr = v.attr(id);
       if (!parseSpecial && (attr & (ATTR_CONTROL | ATTR_UNKNOWN)) !== 0) continue;
       const token = v.tokenBytes(id);
       if (token.length === 0) continue;
@@ -271,7 +271,7 @@ export class Tokenizer {
 
   private piece(id: number, special: boolean): Uint8Array {
     const v = this.vocab;
-    const attr = v.attrs[id]!;
+    const attr = v.attr(id);
     if (!special && (attr & (ATTR_UNKNOWN | ATTR_CONTROL)) !== 0) return EMPTY;
     const text = v.tokenBytes(id);
     if (v.type === 'RWKV') return rwkvUnescape(text);

@@ -23,7 +23,7 @@ export class UgmSession {
     let maxUser = 0;
     const longest = new Uint16Array(65536);
     for (let id = 0; id < vocab.size; id++) {
-      const a = vocab.attrs[id]!;
+      const a = vocab.attr(id);
       const start = vocab.starts[id]!;
       const length = vocab.ends[id]! - start;
       if (length >= 2) {
@@ -53,7 +53,7 @@ export class UgmSession {
   }
 
   private isTrieToken(id: number): boolean {
-    return (this.vocab.attrs[id]! & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)) !== 0;
+    return (this.vocab.attr(id) & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)) !== 0;
   }
 
   tokenize(text: Uint8Array, output: number[]): void {
@@ -77,7 +77,7 @@ export class UgmSession {
         const id = vocab.find(norm, at, end);
         if (id < 0 || !this.isTrieToken(id)) continue;
         if (end - at === charLength) singleFound = true;
-        const score = vocab.attrs[id]! & ATTR_USER_DEFINED ? 0 : Math.fround(vocab.score(id));
+        const score = vocab.attr(id) & ATTR_USER_DEFINED ? 0 : Math.fround(vocab.score(id));
         const challenger = base + score;
         if (challenger > bestScore[end]!) {
           bestScore[end] = challenger;
@@ -144,7 +144,7 @@ export class UgmSession {
     // A user-defined token is kept as it is (longest first).
     for (let n = Math.min(this.maxUserDefined, input.length - at); n > 0; n--) {
       const id = this.vocab.find(input, at, at + n);
-      if (id >= 0 && this.vocab.attrs[id]! & ATTR_USER_DEFINED) return { bytes: input.subarray(at, at + n), consumed: n };
+      if (id >= 0 && this.vocab.attr(id) & ATTR_USER_DEFINED) return { bytes: input.subarray(at, at + n), consumed: n };
     }
     const xcda = this.xcda;
     if (xcda !== undefined) {

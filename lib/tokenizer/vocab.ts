@@ -62,7 +62,10 @@ export class Vocabulary {
   readonly bytes: Uint8Array;
   readonly starts: Uint32Array;
   readonly ends: Uint32Array;
-  readonly attrs: Uint16Array;
+  /** tokenizer.ggml.token_type (a view of the file), read through attr(). */
+  private readonly types: Int32Array | undefined;
+  /** Attributes llama.cpp's adjustments changed (a few tokens found by their text). */
+  private readonly adjusted = new Map<number, number>();
   readonly scores: Float32Array | Int32Array | undefined;
   readonly special: SpecialIds;
   readonly eog: Set<number>;
@@ -78,7 +81,7 @@ export class Vocabulary {
   /** BERT normalizer options (llama.cpp's defaults: both on). */
   lowercase = true;
   stripAccents = true;
-  maxTokenLength = 0;
+  private longest = -1;
   /** Token text to id (the last of duplicates, as llama.cpp's map). */
   private readonly index: ByteIndex;
   /** "left right" to rank (the first of duplicates, as llama.cpp's emplace). */
@@ -170,20 +173,13 @@ export class Vocabulary {
       if (typesKey.length! < n) throw new GgufError('UNSUPPORTED_TOKENIZER', `${modelName}: ${typesKey.length} token types for ${n} tokens`, typesKey.offset);
       types = metadata.get('tokenizer.ggml.token_type') as Int32Array;
     }
-    // One pass over the tokens (it runs once, mostly before the JIT has compiled it).
-    const attrs = new Uint16Array(n);
-    this.attrs = attrs;
-    const { starts, ends } = this;
+    // No per-token JS loop at load (it would run in the interpreter, before the JIT): the types
+    // stay in the file, the few control, user-defined and unknown tokens are found with indexOf.
+    this.types = types?.subarray(0, n);
     const candidates: number[] = [];
-    let maxLength = 0;
-    for (let i = 0; i < n; i++) {
-      const a = types === undefined ? ATTR_NORMAL : (TYPE_TO_ATTR[types[i]!] ?? 0);
-      attrs[i] = a;
-      const length = ends[i]! - starts[i]!;
-      if (length > maxLength) maxLength = length;
-      if ((a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) candidates.push(i);
+    if (this.types !== undefined) {
+      for (const t of [2, 3, 4]) for (let i = this.types.indexOf(t); i >= 0; i = this.types.indexOf(t, i + 1)) candidates.push(i);
     }
-    this.maxTokenLength = maxLength;
 
     if (type === 'BPE') {
       const merges = rawStrings(metadata, 'tokenizer.ggml.merges');
@@ -226,7 +222,7 @@ export class Vocabulary {
 
     // Tokens found by their text (llama.cpp's workarounds for files without the ids).
     const control = (id: number) => {
-      this.attrs[id] = this.attrs[id]! | ATTR_CONTROL;
+      this.setAttr(id, this.attr(id) | ATTR_CONTROL);
     };
     const findFirst = (name: keyof SpecialIds, texts: readonly string[]) => {
       if (s[name] !== NULL) return;
@@ -250,7 +246,7 @@ export class Vocabulary {
 
     const unusedBytes = encoder.encode('unused');
     for (const i of candidates) {
-      if ((this.attrs[i]! & ATTR_CONTROL) !== 0 && (this.attrs[i]! & ATTR_UNUSED) === 0 && this.contains(i, unusedBytes)) this.attrs[i] = this.attrs[i]! | ATTR_UNUSED;
+      if ((this.attr(i) & ATTR_CONTROL) !== 0 && (this.attr(i) & ATTR_UNUSED) === 0 && this.contains(i, unusedBytes)) this.setAttr(i, this.attr(i) | ATTR_UNUSED);
     }
 
     const eog = new Set<number>();
@@ -264,19 +260,19 @@ export class Vocabulary {
     }
     for (const text of ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>']) {
       const id = this.tokenId(text);
-      if (id !== undefined) this.attrs[id] = ATTR_USER_DEFINED;
+      if (id !== undefined) this.setAttr(id, ATTR_USER_DEFINED);
     }
     for (const id of [s.eos, s.eot, s.eom]) if (id !== NULL) eog.add(id);
     const eogText = (text: string) => [...eog].find((id) => this.textIs(id, text));
     const end = eogText('<|end|>');
     if (end !== undefined && ((eogText('<|return|>') !== undefined && eogText('<|call|>') !== undefined) || ((eogText('<|call|>') ?? eogText('<|calls|>')) !== undefined && eogText('<|flush|>') !== undefined))) {
       eog.delete(end);
-      this.attrs[end] = ATTR_USER_DEFINED;
+      this.setAttr(end, ATTR_USER_DEFINED);
     }
     const endS = eogText('</s>');
     if (endS !== undefined && eogText('<|tool_response>') !== undefined) {
       eog.delete(endS);
-      this.attrs[endS] = ATTR_NORMAL;
+      this.setAttr(endS, ATTR_NORMAL);
     }
     this.eog = eog;
 
@@ -287,7 +283,7 @@ export class Vocabulary {
       const id = this.tokenId(text);
       if (id !== undefined) found.push(id);
     }
-    for (const i of new Set([...candidates, ...found])) if ((this.attrs[i]! & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) specials.push(i);
+    for (const i of new Set([...candidates, ...found])) if ((this.attr(i) & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) !== 0) specials.push(i);
     specials.sort((a, b) => this.ends[b]! - this.starts[b]! - (this.ends[a]! - this.starts[a]!) || a - b);
     this.specialTokens = Int32Array.from(specials);
 
@@ -297,19 +293,42 @@ export class Vocabulary {
     const prePlain = pre ?? '';
     if (['jina-v2-de', 'jina-v2-es', 'jina-v2-code'].some((x) => prePlain.includes(x)) || ['nomic-bert-moe', 'jina-bert-v3'].some((x) => arch.includes(x))) {
       const id = this.tokenId('<mask>');
-      if (id !== undefined) this.attrs[id] = this.attrs[id]! | ATTR_LSTRIP;
+      if (id !== undefined) this.setAttr(id, this.attr(id) | ATTR_LSTRIP);
     } else if (name.includes('phi-3') || name.includes('phi3')) {
-      for (const id of specials) this.attrs[id] = this.attrs[id]! | ATTR_RSTRIP;
+      for (const id of specials) this.setAttr(id, this.attr(id) | ATTR_RSTRIP);
       const set = (text: string, on: boolean) => {
         const id = this.tokenId(text);
-        if (id !== undefined) this.attrs[id] = on ? this.attrs[id]! | ATTR_RSTRIP : this.attrs[id]! & ~ATTR_RSTRIP;
+        if (id !== undefined) this.setAttr(id, on ? this.attr(id) | ATTR_RSTRIP : this.attr(id) & ~ATTR_RSTRIP);
       };
       set('</s>', true);
       for (const t of ['<unk>', '<s>', '<|endoftext|>']) set(t, false);
     } else if (name.includes('modern-bert')) {
       const id = this.tokenId('[MASK]');
-      if (id !== undefined) this.attrs[id] = this.attrs[id]! | ATTR_LSTRIP;
+      if (id !== undefined) this.setAttr(id, this.attr(id) | ATTR_LSTRIP);
     }
+  }
+
+  /** llama_token_attr bits of a token. */
+  attr(id: number): number {
+    if (this.adjusted.size > 0) {
+      const a = this.adjusted.get(id);
+      if (a !== undefined) return a;
+    }
+    return this.types === undefined ? ATTR_NORMAL : (TYPE_TO_ATTR[this.types[id]!] ?? 0);
+  }
+
+  private setAttr(id: number, bits: number): void {
+    this.adjusted.set(id, bits);
+  }
+
+  /** The longest token text in bytes (for WordPiece, Unigram and RWKV lookups). */
+  get maxTokenLength(): number {
+    if (this.longest < 0) {
+      let longest = 0;
+      for (let i = 0; i < this.size; i++) longest = Math.max(longest, this.ends[i]! - this.starts[i]!);
+      this.longest = longest;
+    }
+    return this.longest;
   }
 
   private contains(id: number, needle: Uint8Array): boolean {
