@@ -33,14 +33,12 @@ writeFileSync(
 );
 
 describe('gguf-mmap tokenize', () => {
-  it('ids and pieces, --ids, --count, --json, --no-special, stdin', () => {
+  it('ids and pieces, --ids, --json, --count of stdin with --no-special', () => {
     const hi = tokens.indexOf('▁hi');
     expect(cli(['tokenize', model, 'hi']).stdout).toBe(`  1  '<s>'\n${hi}  ' hi'\n`);
     expect(cli(['tokenize', model, 'hi', '--ids']).stdout).toBe(`1 ${hi}\n`);
-    expect(cli(['tokenize', model, 'hi', '--count', '--no-special']).stdout).toBe('1\n');
     expect(JSON.parse(cli(['tokenize', model, 'hi', '--json']).stdout)).toEqual({ count: 2, ids: [1, hi], pieces: ['<s>', ' hi'] });
-    expect(cli(['tokenize', model, '-', '--ids'], 'hi').stdout).toBe(`1 ${hi}\n`);
-    expect(cli(['tokenize', model, '--ids'], 'hi').stdout).toBe(`1 ${hi}\n`);
+    expect(cli(['tokenize', model, '-', '--count', '--no-special'], 'hi').stdout).toBe('1\n');
   });
 
   it('escapes control characters in pieces and shows bytes of a split character', () => {
@@ -58,6 +56,5 @@ describe('gguf-mmap tokenize', () => {
     expect(r.status).toBe(3);
     expect(r.stderr).toContain('UNSUPPORTED_TOKENIZER');
     expect(cli(['tokenize']).status).toBe(1);
-    expect(cli(['tokenize', model, 'a', '--bogus']).status).toBe(1);
   });
 });
