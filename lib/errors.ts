@@ -52,6 +52,7 @@ export const GGUF_ERROR_CODES = [
   'FILE_NOT_FOUND',
   'CANNOT_REWRITE',
   'CHAT_TEMPLATE_ERROR',
+  'UNSUPPORTED_TOKENIZER',
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

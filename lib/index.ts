@@ -44,3 +44,5 @@ export type { ViewServer, ViewServerOptions } from './view/server.js';
 export type { TensorStats } from './view/tensor-stats.js';
 export { renderChatTemplate, type RenderChatTemplateOptions, type ChatMessage, type ChatTemplateLimits } from './chat/render.js';
 export type { ApplyChatTemplateOptions } from './chat/apply.js';
+export { Tokenizer, type EncodeOptions, type DecodeOptions, type StreamingDecoder } from './tokenizer/tokenizer.js';
+export type { TokenTypeName, VocabType } from './tokenizer/vocab.js';

@@ -101,6 +101,11 @@ interface Addon {
   copyFileRange(inFd: number, inOffset: number, outFd: number, outOffset: number, length: number): number;
   unlockFile(fd: number): void;
   skipStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number;
+  /** Older builds lack it. */
+  indexStrings?(
+    bytes: Uint8Array, count: number, width: number, littleEndian: boolean, seed: number, key0: number, key1: number, mode: number,
+    keepLast: boolean, probeLimit: number, starts: Uint32Array, ends: Uint32Array, slots: Int32Array,
+  ): number;
   /** Huge pages for the first writes into a large new buffer (native/os/memory.h); absent in addons before it. */
   adviseHugePages?(buffer: ArrayBuffer): void;
   /** See native/tensor_info_walk.h and TensorInfoWalk below; `result` gets [records accepted, offset after them, name bytes used, longest probe]. */
@@ -362,6 +367,19 @@ export function walkStrings(view: DataView, pos: number, count: number, width: n
     pos += width + length;
   }
   return pos;
+}
+
+/**
+ * The tokenizer's string index built by the addon (see lib/tokenizer/byte-index.ts): 0, -1 (a
+ * string past the bytes), -2 (a probe past the limit in mode 0); undefined without the addon.
+ */
+export function indexStringsNative(
+  bytes: Uint8Array, count: number, width: number, littleEndian: boolean, seed: number, key: Int32Array, mode: number,
+  keepLast: boolean, probeLimit: number, starts: Uint32Array, ends: Uint32Array, slots: Int32Array,
+): number | undefined {
+  const native = optionalAddon();
+  if (native?.indexStrings === undefined || bytes.byteLength > 0xffffffff) return undefined;
+  return native.indexStrings(bytes, count, width, littleEndian, seed >>> 0, key[0]! >>> 0, key[1]! >>> 0, mode, keepLast, probeLimit, starts, ends, slots);
 }
 
 /** Path of the loaded native addon. */

@@ -569,6 +569,37 @@ Napi::Value SkipStringsJs(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ok ? static_cast<double>(end) : -1.0 - static_cast<double>(end));
 }
 
+// indexStrings(bytes, count, width, littleEndian, seed, key0, key1, mode, keepLast, probeLimit,
+// starts, ends, slots): the tokenizer's string index (string_walk.h); 0, -1 or -2 as IndexStrings.
+Napi::Value IndexStringsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 13 || !info[0].IsTypedArray() || !info[10].IsTypedArray() || !info[11].IsTypedArray() || !info[12].IsTypedArray()) {
+    throw Napi::TypeError::New(env, "indexStrings(bytes, count, width, littleEndian, seed, key0, key1, mode, keepLast, probeLimit, starts, ends, slots)");
+  }
+  auto bytes = info[0].As<Napi::Uint8Array>();
+  double count = info[1].As<Napi::Number>().DoubleValue();
+  int width = info[2].As<Napi::Number>().Int32Value();
+  bool little_endian = info[3].As<Napi::Boolean>().Value();
+  uint32_t seed = info[4].As<Napi::Number>().Uint32Value();
+  uint32_t key0 = info[5].As<Napi::Number>().Uint32Value();
+  uint32_t key1 = info[6].As<Napi::Number>().Uint32Value();
+  int mode = info[7].As<Napi::Number>().Int32Value();
+  bool keep_last = info[8].As<Napi::Boolean>().Value();
+  int probe_limit = info[9].As<Napi::Number>().Int32Value();
+  auto starts = info[10].As<Napi::Uint32Array>();
+  auto ends = info[11].As<Napi::Uint32Array>();
+  auto slots = info[12].As<Napi::Int32Array>();
+  size_t slot_count = slots.ElementLength();
+  if (!(count >= 0) || count > static_cast<double>(starts.ElementLength()) || count > static_cast<double>(ends.ElementLength()) ||
+      (width != 4 && width != 8) || slot_count == 0 || (slot_count & (slot_count - 1)) != 0 || static_cast<double>(slot_count) < count * 2 ||
+      bytes.ByteLength() > 0xffffffffu) {
+    throw Napi::RangeError::New(env, "indexStrings: bad arguments");
+  }
+  int result = IndexStrings(bytes.Data(), bytes.ByteLength(), static_cast<uint64_t>(count), width, little_endian, seed, key0, key1, mode,
+                            keep_last, probe_limit, starts.Data(), ends.Data(), slots.Data(), slot_count);
+  return Napi::Number::New(env, result);
+}
+
 // A typed array argument of the expected kind holding at least `need` elements, and its length
 // (its data for the length of this call only: JavaScript owns it). One Node-API call each: this
 // runs for every part of every open, and reading 14 named properties took 6-8 us a call.
@@ -701,6 +732,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("externalSharedArrayBuffers", Napi::Function::New<ExternalSharedArrayBuffersJs>(env, "externalSharedArrayBuffers"));
   exports.Set("refuseExternalBuffers", Napi::Function::New<RefuseExternalBuffers>(env, "refuseExternalBuffers"));
   exports.Set("skipStrings", Napi::Function::New<SkipStringsJs>(env, "skipStrings"));
+  exports.Set("indexStrings", Napi::Function::New<IndexStringsJs>(env, "indexStrings"));
   exports.Set("mapsFile", Napi::Function::New<MapsFileJs>(env, "mapsFile"));
   exports.Set("walkTensorInfoRecords", Napi::Function::New<WalkTensorInfoRecordsJs>(env, "walkTensorInfoRecords"));
   exports.Set("adviseHugePages", Napi::Function::New<AdviseHugePagesJs>(env, "adviseHugePages"));

@@ -94,9 +94,7 @@ export function parseChatArgs(args: string[]): ChatArgs {
 export function runChat(file: GgufFile, args: ChatArgs, options: { encoder?: PromptEncoder; terminal: boolean }): string {
   const prompt = file.applyChatTemplate(args.messages, { tools: args.tools, addGenerationPrompt: args.generationPrompt, variables: args.variables, name: args.name });
   if (args.tokens) {
-    // TODO(tokenizer): the lead wires lib/tokenizer in at merge: pass
-    // `(file, text) => file.tokenizer().encode(text, { addSpecial: false, parseSpecial: true })` from cli.ts.
-    if (options.encoder === undefined) throw new Error('chat --tokens needs the tokenizer (lib/tokenizer), which this build does not have yet');
+    if (options.encoder === undefined) throw new Error('chat --tokens needs an encoder');
     const ids = Array.from(options.encoder(file, prompt));
     return `${JSON.stringify({ prompt, tokens: ids, count: ids.length })}\n`;
   }

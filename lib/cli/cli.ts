@@ -18,6 +18,7 @@ import { packageRoot } from '../package-root.js';
 import { samplePath } from './sample.js';
 import { closestName, commandHelp, commandHelpText, commandNames } from './usage.js';
 import { ChatUsageError, parseChatArgs, runChat } from './chat-command.js';
+import { parseTokenizeArgs, tokenizeInput, tokenizeOutput, TokenizeUsageError } from './tokenize-command.js';
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
@@ -35,6 +36,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
        gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]...
+       gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
        gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
 
@@ -111,6 +113,12 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
     --tokens       print {"prompt", "tokens", "count"} as JSON: the prompt's token ids
     --template N   the named template tokenizer.chat_template.N (e.g. tool_use)
     --var K=JSON   a variable for the template (e.g. --var enable_thinking=false)
+  tokenize MODEL [TEXT]
+                   the token ids of TEXT (stdin when - or absent) under the model's own
+                   vocabulary, exactly as llama.cpp's llama_tokenize: one line per token,
+                   its id and its piece (escaped); a URL or hf: URI reads the header only.
+    --ids          the ids on one line     --count   how many     --json   ids and pieces
+    --no-special   no BOS/EOS              --parse-special  control-token texts as tokens
 
   A progress bar shows on a terminal for work that takes over a second (dequant, hash,
   edit, split, merge, convert-endian; warm and pull always show one).
@@ -170,6 +178,7 @@ function run(argv: string[]): number {
   if (command === 'warm') return warm(rest);
   if (command === 'estimate') return estimate(rest);
   if (command === 'chat') return chat(rest);
+  if (command === 'tokenize') return tokenize(rest);
   if (command !== 'inspect') throw new UsageError(`unknown command '${command}'`);
   const flags = new Set(rest.filter((a) => a.startsWith('--')));
   const files = rest.filter((a) => !a.startsWith('--'));
@@ -191,6 +200,26 @@ function run(argv: string[]): number {
   printInspect(g, path, flags.has('--json'), flags.has('--sha256'));
   // Pages lost while reading (the file truncated underneath) read as zeros: say so, exit 2.
   g.verify();
+  return 0;
+}
+
+function tokenize(rest: string[]): number {
+  let args;
+  try {
+    args = parseTokenizeArgs(rest);
+  } catch (error) {
+    if (error instanceof TokenizeUsageError) throw new UsageError(error.message);
+    throw error;
+  }
+  const text = tokenizeInput(args);
+  if (isRemote(args.model)) {
+    openGgufRemote(args.model, { split: args.split })
+      .then((g) => process.stdout.write(tokenizeOutput(g, text, args)))
+      .catch(report);
+    return 0;
+  }
+  using g = openGguf(args.model, { split: args.split });
+  writeBuffered((write) => write(tokenizeOutput(g, text, args)));
   return 0;
 }
 
@@ -249,8 +278,10 @@ function pull(args: string[]): number {
 /** `chat MODEL --messages F`: the model's chat template applied (chat-command.ts). */
 function chat(args: string[]): number {
   const parsed = asUsage(() => parseChatArgs(args), ChatUsageError);
-  // TODO(tokenizer): at merge, pass `encoder: (g, text) => g.tokenizer().encode(text, { addSpecial: false, parseSpecial: true })` for --tokens.
-  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true, encoder: undefined }), ChatUsageError));
+  // --tokens: the prompt under the file's own vocabulary; the template writes BOS itself (as
+  // transformers' tokenize=True: no special tokens added), and its control-token texts are tokens.
+  const encoder = (g: GgufFile, text: string) => g.tokenizer().encode(text, { addSpecial: false, parseSpecial: true });
+  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true, encoder }), ChatUsageError));
   if (isRemote(parsed.model)) {
     openGgufRemote(parsed.model, { split: parsed.split })
       .then((g) => {
@@ -452,7 +483,7 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR', 'UNSUPPORTED_TOKENIZER']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
 const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 

@@ -13,6 +13,7 @@ import { checkNotAPart, checkSplitSet, partMissing, splitSetOf } from './split.j
 import { verifySource, type VerifyOptions } from './verify.js';
 import { applyChatTemplate, type ApplyChatTemplateOptions } from '../chat/apply.js';
 import type { ChatMessage } from '../chat/render.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
 
 /**
  * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
@@ -139,6 +140,20 @@ export class GgufFile implements Disposable {
   summary(): ModelSummary {
     this.summaryMade ??= summarize(this.metadata, this.hyperparameters, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
     return this.summaryMade;
+  }
+
+  private tokenizerMade: Tokenizer | undefined;
+  /**
+   * The model's tokenizer, built from the metadata (tokenizer.ggml.*) when first asked for: needs
+   * the header only, so it works for remote files too. UNSUPPORTED_TOKENIZER for a vocabulary
+   * llama.cpp would not load (or one not implemented here).
+   */
+  tokenizer(): Tokenizer {
+    if (this.tokenizerMade === undefined) {
+      const name = this.metadata.type('general.name') === 'STRING' ? this.metadata.getString('general.name')! : (this.parts[0]?.path ?? 'model');
+      this.tokenizerMade = new Tokenizer(this.metadata, name);
+    }
+    return this.tokenizerMade;
   }
 
   /** Number of tensors (of all parts), without making their objects. */

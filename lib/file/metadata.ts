@@ -140,6 +140,16 @@ export class GgufArray {
     return this.values();
   }
 
+  /**
+   * The elements' bytes as they lie in the header (no copy), with how to read their length fields:
+   * for readers that walk a large array themselves (the tokenizer's token strings). @internal
+   */
+  rawBytes(): { bytes: Uint8Array; littleEndian: boolean; wideCounts: boolean } {
+    const { dataOffset, dataBytes } = this.record;
+    const view = this.cursorAt(dataOffset).view;
+    return { bytes: new Uint8Array(view.buffer, view.byteOffset + dataOffset, dataBytes), littleEndian: this.file.littleEndian, wideCounts: this.file.wideCounts };
+  }
+
   private cursorAt(offset: number): Cursor {
     if (this.file.closed()) throw new GgufError('CLOSED', 'metadata array read after close()', offset);
     return cursorAt(this.file, offset);
