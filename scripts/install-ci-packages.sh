@@ -5,10 +5,6 @@
 # tests) and Chromium (the viewer's browser tests). No other script installs anything: each says
 # what it lacks.
 set -euo pipefail
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-  echo "install-ci-packages: needs root and apt-get (Debian); install the packages below by hand" >&2
-  exit 1
-fi
 packages=(
   python3-filelock python3-jinja2
   g++-mingw-w64-x86-64 g++-aarch64-linux-gnu qemu-user wine64 wine
@@ -20,7 +16,12 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "install-ci-packages: missing ${missing[*]}; installing needs root and apt-get (Debian)" >&2
+    exit 1
+  fi
   echo "install-ci-packages: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Another process's apt or dpkg may hold the lock for a while: wait for it.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -107,7 +107,8 @@ export async function runHash(args: HashArgs, out: (text: string) => void, progr
   let modelMismatch = false;
   const text: string[] = [];
   for (const line of lines) {
-    const expected = manifest.entries.get(`${line.kind} ${line.name}`);
+    // A manifest of the tool's (names raw) or of ours (names escaped as printed).
+    const expected = manifest.entries.get(`${line.kind} ${line.name}`) ?? manifest.entries.get(`${line.kind} ${printable(line.name)}`);
     const result = expected === undefined ? 'Not Found' : expected === line.digest ? 'Ok' : 'Mismatch';
     const isModel = line.name === args.file;
     if (expected !== undefined) {

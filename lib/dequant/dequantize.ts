@@ -448,6 +448,7 @@ export async function gatherRowsAsyncAt(
     kernel(tensorBytes.subarray(start, start + rowBytes), rowBytes / type.typeSize, target, i * rowLength, p.littleEndian);
     if ((i + 1) % perSlice === 0 || i + 1 === ids.length) options.onProgress?.((i + 1) * rowLength, nelements);
   }
+  p.check(); // pages lost while the last slice read them came back as zeros
   return handOver(target, out, at);
 }
 
@@ -483,5 +484,6 @@ async function scriptAsync(
     kernel(bytes.subarray(first * typeSize, (first + count) * typeSize), count, target, first * blockSize, p.littleEndian);
     report?.((first + count) * blockSize, p.nelements);
   }
+  p.check(); // pages lost while the last slice read them came back as zeros
   return handOver(target, out, at);
 }

@@ -3,7 +3,7 @@
 // the layout (offsets, padding, alignment, version) stay, so the file keeps its size and converting
 // back gives the original bytes. The magic stays the bytes `GGUF`: the version field tells the
 // order (../shared/fixtures/real/README.md; ggml reads its host's order only).
-import { closeSync, openSync, readSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import { GgufError } from '../errors.js';
 import { openGguf } from '../file/gguf-file.js';
 import { reverseBytes, swapBlockFields } from '../format/byte-order.js';
@@ -27,8 +27,9 @@ export function convertEndian(input: string, output: string, to: 'big' | 'little
   const headerBytes = new Uint8Array(header.buffer, header.byteOffset, layout.headerEnd).slice();
   swapHeader(headerBytes, layout);
   const total = layout.fileSize;
-  const fd = openSync(input, 'r');
-  try {
+  // The file opened above, not whatever its name names by now.
+  const fd = source.descriptor!();
+  {
     const temp = writeTemporaryWith(output, (out) => {
       writeAll(out, headerBytes, 0);
       let at = layout.headerEnd;
@@ -60,8 +61,6 @@ export function convertEndian(input: string, output: string, to: 'big' | 'little
       copyUpTo(layout.fileSize);
     });
     commit(temp, output);
-  } finally {
-    closeSync(fd);
   }
   return total;
 }

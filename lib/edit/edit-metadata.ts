@@ -50,8 +50,13 @@ function encodeKv(key: string, value: GgufWriteValue): KvBytes {
  * byte for byte; the alignment is kept.
  */
 export function editMetadata(input: string, edit: MetadataEdit, options: EditOptions = {}): EditResult {
-  // An in-place edit killed half-way left its journal: the old header goes back first.
-  recoverHeaderEdit(input);
+  if (options.out === undefined) {
+    // Editing the input itself: not while this thread maps it (its open file would read the new
+    // header's bytes at the old offsets); and an in-place edit killed half-way left its
+    // journal: the old header goes back first.
+    refuseMappedHere(input);
+    recoverHeaderEdit(input);
+  }
   const built = (() => {
     using file = openGguf(input, { split: false, mode: 'read' });
     const { source, layout } = file.partLayouts()[0]!;
@@ -70,25 +75,23 @@ export function editMetadata(input: string, edit: MetadataEdit, options: EditOpt
       setKvInPlace(kvs, encodeKv(key, value));
     }
     const infos = tensorInfoBytesOf(source, layout);
-    return { kvs, infos, layout, fileSize: layout.fileSize };
+    const { dev, ino } = source.origin!.identity;
+    return { kvs, infos, layout, fileSize: layout.fileSize, identity: `${dev}:${ino}` };
   })();
   const { kvs, infos, layout } = built;
   const header = encodeHeader(kvs, infos, layout.alignment);
   const fits = alignUp(headerLength(kvs, infos), layout.alignment) === layout.dataOffset;
   if (options.out !== undefined) {
     refuseInputAsOutput([input], options.out);
-    return rewrite(input, options.out, header, layout.dataOffset, built.fileSize, options.onProgress);
+    return rewrite(input, options.out, header, layout.dataOffset, built.fileSize, built.identity, options.onProgress);
   }
-  // Editing the input itself: not while this thread maps it (its open file would read the new
-  // header's bytes at the old offsets).
-  refuseMappedHere(input);
   if (fits) return overwriteHeader(input, header, layout.fileSize);
   if (!options.inPlace) {
     throw new TypeError(`editMetadata: the new header (${header.length} bytes) does not fit before the data section (byte ${layout.dataOffset}): give an output file (--out) or ask to replace the input (--in-place)`);
   }
   // Through a symbolic link, the file it names is replaced, not the link.
   const real = realpathSync(input);
-  return rewrite(real, real, header, layout.dataOffset, built.fileSize, options.onProgress);
+  return rewrite(real, real, header, layout.dataOffset, built.fileSize, built.identity, options.onProgress);
 }
 
 /**
@@ -106,13 +109,16 @@ function overwriteHeader(path: string, header: Uint8Array, size: number): EditRe
  * A new file: `header`, then the data section of `input` from `dataOffset`, copied by copyRange
  * (inside the kernel where it can).
  */
-function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number, onProgress?: EditOptions['onProgress']): EditResult {
+function rewrite(input: string, output: string, header: Uint8Array, dataOffset: number, size: number, identity: string, onProgress?: EditOptions['onProgress']): EditResult {
   // A file without tensors may end before its aligned data offset: no data to copy then.
   const dataLength = Math.max(0, size - dataOffset);
   const total = header.length + dataLength;
   const fd = openSync(input, 'r');
   let temp: string;
   try {
+    // The file parsed, not another renamed over its name since: its data is not at these offsets.
+    const now = fstatSync(fd, { bigint: true });
+    if (`${now.dev}:${now.ino}` !== identity) throw new GgufError('FILE_CHANGED', `${input} was replaced while it was being edited`, 0);
     temp = writeTemporaryWith(output, (out) => {
       writeAll(out, header);
       let done = header.length;

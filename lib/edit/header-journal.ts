@@ -3,7 +3,7 @@
 // then the journal is removed. A writer killed in between leaves the journal; the next edit of
 // the file (or recoverHeaderEdit) writes the old header back from it. One pwrite is no promise:
 // the kernel cuts a large write short when a fatal signal arrives.
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, realpathSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -13,8 +13,13 @@ import { commit, processAlive, writeAll, writeTemporaryWith } from './output-fil
 const MAGIC = 'GGUFJRNL';
 const TAIL = 32; // sha256 of everything before it
 
-/** Where the journal of an in-place edit of `path` is kept. */
+/** Where the journal of an in-place edit of `path` is kept: beside the file itself (links resolved). */
 export function journalPath(path: string): string {
+  try {
+    path = realpathSync(path);
+  } catch {
+    // not there (yet): the name as given
+  }
   const name = basename(path);
   // A long name keeps a hash of itself instead (names have at most 255 bytes).
   const short = Buffer.byteLength(name) > 200 ? createHash('sha256').update(name).digest('hex').slice(0, 24) : name;
@@ -22,6 +27,9 @@ export function journalPath(path: string): string {
 }
 
 interface Journal {
+  /** The file's device and inode: a journal is never applied to another file under the name. */
+  readonly dev: bigint;
+  readonly ino: bigint;
   readonly size: number;
   readonly pid: number;
   readonly host: string;
@@ -30,8 +38,10 @@ interface Journal {
 
 function encode(journal: Journal): Uint8Array {
   const host = Buffer.from(journal.host, 'utf8');
-  const head = Buffer.alloc(8 + 8 + 4 + 2 + host.length + 8);
+  const head = Buffer.alloc(8 + 8 + 8 + 8 + 4 + 2 + host.length + 8);
   let at = head.write(MAGIC, 0, 'latin1');
+  at = head.writeBigUInt64LE(journal.dev, at);
+  at = head.writeBigUInt64LE(journal.ino, at);
   at = head.writeBigUInt64LE(BigInt(journal.size), at);
   at = head.writeUInt32LE(journal.pid, at);
   at = head.writeUInt16LE(host.length, at);
@@ -43,17 +53,19 @@ function encode(journal: Journal): Uint8Array {
 
 /** The journal's contents, or undefined where it is not one whole (its checksum fails). */
 function decode(bytes: Buffer): Journal | undefined {
-  if (bytes.length < 30 + TAIL || bytes.toString('latin1', 0, 8) !== MAGIC) return undefined;
+  if (bytes.length < 46 + TAIL || bytes.toString('latin1', 0, 8) !== MAGIC) return undefined;
   const body = bytes.subarray(0, bytes.length - TAIL);
   if (!createHash('sha256').update(body).digest().equals(bytes.subarray(bytes.length - TAIL))) return undefined;
-  let at = 8;
+  const dev = body.readBigUInt64LE(8);
+  const ino = body.readBigUInt64LE(16);
+  let at = 24;
   const size = Number(body.readBigUInt64LE(at));
   const pid = body.readUInt32LE((at += 8));
   const hostLength = body.readUInt16LE((at += 4));
   const host = body.toString('utf8', (at += 2), at + hostLength);
   const length = Number(body.readBigUInt64LE((at += hostLength)));
   const header = body.subarray(at + 8);
-  return header.length === length ? { size, pid, host, header } : undefined;
+  return header.length === length ? { dev, ino, size, pid, host, header } : undefined;
 }
 
 function thisHost(): string {
@@ -84,7 +96,8 @@ function syncDirectory(path: string): void {
  */
 export function writeJournal(path: string, old: Uint8Array, size: number): string {
   const journal = journalPath(path);
-  const temp = writeTemporaryWith(journal, (out) => writeAll(out, encode({ size, pid: process.pid, host: thisHost(), header: old }), 0));
+  const { dev, ino } = statSync(path, { bigint: true });
+  const temp = writeTemporaryWith(journal, (out) => writeAll(out, encode({ dev, ino, size, pid: process.pid, host: thisHost(), header: old }), 0));
   commit(temp, journal);
   syncDirectory(journal);
   return journal;
@@ -129,6 +142,12 @@ export function recoverHeaderEdit(path: string): boolean {
   }
   const journal = decode(bytes);
   if (journal === undefined) {
+    rmSync(journalFile, { force: true });
+    return false;
+  }
+  // Another file under the name now (replaced, or the journal of a file long gone): not its header.
+  const now = statSync(path, { bigint: true, throwIfNoEntry: false });
+  if (now === undefined || now.dev !== journal.dev || now.ino !== journal.ino || Number(now.size) !== journal.size) {
     rmSync(journalFile, { force: true });
     return false;
   }

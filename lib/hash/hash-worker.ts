@@ -21,6 +21,7 @@ try {
   answer = replaced ? { renamed: true } : { lines: hashPass(file, job.kinds, job.name, tensorKinds(job.kinds), false, undefined, job.first, job.end) };
   if (!replaced) file.verify();
 } catch (error) {
-  answer = error instanceof GgufError ? { error: { code: error.code, message: error.message, offset: error.offset } } : { error: { message: error instanceof Error ? error.message : String(error) } };
+  // The path gone since the caller checked it: the caller hashes its open file itself.
+  answer = (error as NodeJS.ErrnoException).code === 'ENOENT' ? { renamed: true } : error instanceof GgufError ? { error: { code: error.code, message: error.message, offset: error.offset } } : { error: { message: error instanceof Error ? error.message : String(error) } };
 }
 parentPort!.postMessage(answer);

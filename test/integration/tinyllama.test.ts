@@ -11,7 +11,7 @@ import { mmapOnly, READ_MODE } from '../helpers/mode.js';
 // The real model when one is at hand (GGUF_TINYLLAMA, or the Hugging Face cache that `npm run
 // fetch:tinyllama` fills, downloaded there with GGUF_MMAP_DOWNLOAD=1); otherwise a generated
 // file of the same shape.
-const fromHub = await modelForTests(TINYLLAMA_URI, { path: process.env.GGUF_TINYLLAMA, download: process.env.GGUF_MMAP_DOWNLOAD === '1', required: false });
+const fromHub = await modelForTests(TINYLLAMA_URI, { path: findTinyllama(), download: process.env.GGUF_MMAP_DOWNLOAD === '1', required: false });
 const real = findTinyllama() ?? fromHub.path;
 let path: string;
 

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #if defined(__APPLE__)
@@ -38,8 +39,10 @@ struct sigaction our_action;
 // close(): see OnSigbus.
 std::atomic<uint64_t> disarmed{0};
 
-// The last faults on addresses no slot held, each as (address, disarmed count then): a fault met
-// a second time with nothing disarmed in between is not a race with close(), and is handed on.
+// The last faults on addresses no slot held, each as (thread, address, disarmed count then): a
+// fault met a second time by the same thread with nothing disarmed in between is not a race with
+// close(), and is handed on. (The thread is in the key: two threads reading the same view may
+// both meet the race at one address.)
 // A ring rather than one entry, so that two threads faulting at once cannot hand each other
 // retries for ever.
 constexpr int kRecentForeign = 16;
@@ -48,7 +51,9 @@ std::atomic<uint32_t> recent_next{0};
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the signal handler needs lock-free atomics");
 
 uint64_t ForeignKey(uintptr_t addr, uint64_t generation) {
-  return static_cast<uint64_t>(addr) ^ (generation * 0x9E3779B97F4A7C15ull);
+  // pthread_self() reads the thread pointer: no call into anything that is not signal-safe.
+  const uint64_t thread = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pthread_self()));
+  return static_cast<uint64_t>(addr) ^ (generation * 0x9E3779B97F4A7C15ull) ^ (thread * 0xC2B2AE3D27D4EB4Full);
 }
 
 // True the first time a fault at `addr` finds no slot since the last disarm: the instruction is
@@ -150,8 +155,11 @@ bool FaultGuard::Install() {
   return installed;
 }
 
+std::mutex rearm_mutex;  // Rearm runs on any thread that maps a file, and from JS
+
 bool FaultGuard::Rearm() {
   if (!Install()) return false;
+  std::lock_guard<std::mutex> lock(rearm_mutex);
   struct sigaction current;
   if (sigaction(SIGBUS, nullptr, &current) != 0) return false;
   if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == OnSigbus) return true;

@@ -125,7 +125,7 @@ bool FaultGuard::Install() {
   return installed;
 }
 
-// A vectored handler stays first whatever else is installed later: nothing to put back.
+// Signal listeners change nothing on Windows (no SIGBUS there): nothing to put back.
 bool FaultGuard::Rearm() { return Install(); }
 
 int FaultGuard::Acquire(void* begin, size_t length, bool writable) {
