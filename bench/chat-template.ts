@@ -9,17 +9,8 @@ import { Template } from '@huggingface/jinja';
 import { renderChatTemplate } from '../lib/index.js';
 import { packageRoot } from '../lib/package-root.js';
 import { median } from './stats.js';
+import type { ChatTemplateCase as Case } from '../scripts/chat-cases.js';
 
-interface Case {
-  id: string;
-  template: string;
-  bos_token: string;
-  eos_token: string;
-  messages: Array<{ role: string }>;
-  tools?: object[];
-  add_generation_prompt: boolean;
-  extra?: Record<string, unknown>;
-}
 
 const RUNS = 50;
 

@@ -8,6 +8,7 @@ import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import type { ChatTemplateCase } from '../../scripts/chat-cases.js';
 
 const SIMPLE = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
 
@@ -79,17 +80,7 @@ describe('GgufFile.applyChatTemplate', () => {
   });
 
   describe.skipIf(SKIP_SHARED)('real templates with their special tokens in the vocabulary (shared cases)', () => {
-    interface Case {
-      id: string;
-      template: string;
-      bos_token: string;
-      eos_token: string;
-      messages: Array<{ role: string }>;
-      tools?: object[];
-      add_generation_prompt: boolean;
-      extra?: Record<string, unknown>;
-    }
-    const cases = SKIP_SHARED ? [] : readJson<Case[]>(sharedPath('chat-templates', 'cases.json'));
+    const cases = SKIP_SHARED ? [] : readJson<ChatTemplateCase[]>(sharedPath('chat-templates', 'cases.json'));
     const expected = SKIP_SHARED ? [] : readJson<Array<{ ok: boolean; text?: string }>>(sharedPath('chat-templates', 'expected.json'));
     const picked = ['google-gemma-2-2b-it#0', 'meta-llama-Llama-3.1-8B-Instruct#2', 'Qwen-Qwen2.5-7B-Instruct#2', 'mistralai-Mistral-Nemo-Instruct-2407#0'];
 

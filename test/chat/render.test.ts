@@ -7,17 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GgufError, renderChatTemplate } from '../../lib/index.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
+import type { ChatTemplateCase as Case } from '../../scripts/chat-cases.js';
 
-interface Case {
-  id: string;
-  template: string;
-  bos_token: string;
-  eos_token: string;
-  messages: Array<{ role: string }>;
-  tools?: object[];
-  add_generation_prompt: boolean;
-  extra?: Record<string, unknown>;
-}
 type Expected = { id: string; ok: true; text: string } | { id: string; ok: false; error: string };
 
 /** The reference script renders strftime_now on 2024-07-26. */
