@@ -8,3 +8,6 @@ export const WINDOWS = process.platform === 'win32';
 export function posixOnly(name: string, why: string): string {
   return WINDOWS ? `${name} [skipped on Windows: ${why}]` : name;
 }
+
+/** The Windows node.exe under wine (scripts/windows-smoke.sh), where fetch cannot reach a local server. */
+export const UNDER_WINE = WINDOWS && process.env.WINEPREFIX !== undefined;
