@@ -10,15 +10,19 @@ export function expandEnvPath(value: string, env: NodeJS.ProcessEnv = process.en
   return expandVars(expandUser(value, env), env);
 }
 
-/** Python's posixpath.expanduser: `~` is HOME (else the account's home), `~user` that user's. */
+/**
+ * Python's expanduser: `~` is HOME (else the account's home), `~user` that user's. On Windows
+ * (ntpath) the name ends at either slash. Not normalized, as Python leaves it.
+ */
 export function expandUser(path: string, env: NodeJS.ProcessEnv = process.env): string {
   if (!path.startsWith('~')) return path;
-  const slash = path.indexOf('/', 1);
-  const end = slash < 0 ? path.length : slash;
+  const windows = process.platform === 'win32';
+  const found = path.slice(1).search(windows ? /[\\/]/ : /\//);
+  const end = found < 0 ? path.length : found + 1;
   const name = path.slice(1, end);
-  const home = name === '' ? (env.HOME ?? homedir()) : homeOf(name);
+  const home = name === '' ? (env.HOME ?? (windows ? env.USERPROFILE : undefined) ?? homedir()) : homeOf(name);
   if (home === undefined) return path;
-  return home.replace(/\/+$/, '') + path.slice(end) || '/';
+  return home.replace(windows ? /[\\/]+$/ : /\/+$/, '') + path.slice(end) || '/';
 }
 
 /** Python's posixpath.expandvars: `$NAME` and `${NAME}` of variables that are set; others stay. */

@@ -27,7 +27,7 @@ afterEach(() => {
 describe('paths from the environment', () => {
   it("HF_HOME='~/hf' is under the home folder, not a folder named ~ in the working directory", () => {
     process.env.HF_HOME = '~/hf';
-    expect(hfHome()).toBe(join(home, 'hf'));
+    expect(hfHome()).toBe(`${home}/hf`); // as Python's expanduser gives it, on Windows too
     expect(hubCacheDir()).toBe(join(home, 'hf', 'hub'));
     process.env.HF_HOME = '~';
     expect(hfHome()).toBe(home);

@@ -2,7 +2,7 @@
 // model remade as its header followed by zeros (a sparse file), as the estimate reads only the header.
 import { copyFileSync, readFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, GgufError, largestContext, openGguf, parseGguf, type GgufFile } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -50,6 +50,10 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
     return file;
   };
   const models = [...new Set(rows.map((r) => r.model))];
+  // Closed before the folder is removed (Windows cannot delete a mapped file).
+  afterAll(() => {
+    for (const file of opened.values()) file.close();
+  });
 
   it('covers the 44 recorded models', () => {
     expect(models.length).toBe(44);
