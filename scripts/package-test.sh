@@ -32,7 +32,7 @@ for tool in node npm npx sh bash env python3 make g++ gcc c++ cc ar strip ld as 
   p=$(command -v "$tool") && ln -sf "$p" "$hostbin/$tool"
 done
 check "npm pack with only the host toolchain builds, and names the prebuilt binaries it carries" \
-  bash -c "PATH='$hostbin' npm pack --pack-destination '$work/plain' 2>&1 | grep -q 'packing prebuilt binaries: .*linux-x64/' && ls '$work/plain'/*.tgz >/dev/null"
+  bash -c "PATH='$hostbin' npm pack --pack-destination '$work/plain' >'$work/plain.log' 2>&1 && grep -q 'packing prebuilt binaries: .*linux-x64/' '$work/plain.log' && ls '$work/plain'/*.tgz >/dev/null"
 tarball=$(bash scripts/pack-release.sh "$work" | tail -1)
 echo "tarball: $tarball ($(du -k "$work/$tarball" | cut -f1) KiB, $(tar tzf "$work/$tarball" | wc -l) files)"
 check "the Linux binaries need at most GLIBC 2.28, no GLIBCXX or CXXABI, no undefined __wrap_ symbol" \
