@@ -29,39 +29,37 @@ export function convertEndian(input: string, output: string, to: 'big' | 'little
   const total = layout.fileSize;
   // The file opened above, not whatever its name names by now.
   const fd = source.descriptor!();
-  {
-    const temp = writeTemporaryWith(output, (out) => {
-      writeAll(out, headerBytes, 0);
-      let at = layout.headerEnd;
-      const copyUpTo = (end: number, type?: Parameters<typeof swapBlockFields>[0]) => {
-        // Whole blocks per read, so that no field is cut between two.
-        const step = type === undefined ? 8 << 20 : Math.max(1, Math.floor((8 << 20) / type.typeSize)) * type.typeSize;
-        const buffer = new Uint8Array(Math.min(step, Math.max(0, end - at)));
-        while (at < end) {
-          const want = Math.min(buffer.length, end - at);
-          let got = 0;
-          while (got < want) {
-            const n = readSync(fd, buffer, got, want - got, at + got);
-            if (n === 0) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at + got} while it was being converted`, at + got);
-            got += n;
-          }
-          const chunk = buffer.subarray(0, want);
-          if (type !== undefined) swapBlockFields(type, chunk);
-          writeAll(out, chunk, at);
-          at += want;
-          options.onProgress?.(at, total);
+  const temp = writeTemporaryWith(output, (out) => {
+    writeAll(out, headerBytes, 0);
+    let at = layout.headerEnd;
+    const copyUpTo = (end: number, type?: Parameters<typeof swapBlockFields>[0]) => {
+      // Whole blocks per read, so that no field is cut between two.
+      const step = type === undefined ? 8 << 20 : Math.max(1, Math.floor((8 << 20) / type.typeSize)) * type.typeSize;
+      const buffer = new Uint8Array(Math.min(step, Math.max(0, end - at)));
+      while (at < end) {
+        const want = Math.min(buffer.length, end - at);
+        let got = 0;
+        while (got < want) {
+          const n = readSync(fd, buffer, got, want - got, at + got);
+          if (n === 0) throw new GgufError('FILE_CHANGED', `${input} ended at byte ${at + got} while it was being converted`, at + got);
+          got += n;
         }
-      };
-      for (let i = 0; i < layout.tensors.count; i++) {
-        const t = layout.tensors.record(i);
-        const start = layout.dataOffset + t.offset;
-        copyUpTo(start); // the padding before it, as it is
-        copyUpTo(start + t.nbytes, t.type);
+        const chunk = buffer.subarray(0, want);
+        if (type !== undefined) swapBlockFields(type, chunk);
+        writeAll(out, chunk, at);
+        at += want;
+        options.onProgress?.(at, total);
       }
-      copyUpTo(layout.fileSize);
-    });
-    commit(temp, output);
-  }
+    };
+    for (let i = 0; i < layout.tensors.count; i++) {
+      const t = layout.tensors.record(i);
+      const start = layout.dataOffset + t.offset;
+      copyUpTo(start); // the padding before it, as it is
+      copyUpTo(start + t.nbytes, t.type);
+    }
+    copyUpTo(layout.fileSize);
+  });
+  commit(temp, output);
   return total;
 }
 

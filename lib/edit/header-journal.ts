@@ -6,9 +6,8 @@
 import { closeSync, fsyncSync, openSync, readFileSync, readSync, realpathSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { hostname } from 'node:os';
 import { GgufError } from '../errors.js';
-import { commit, processAlive, writeAll, writeTemporaryWith } from './output-file.js';
+import { commit, processAlive, writeAll, writerHost, writeTemporaryWith } from './output-file.js';
 
 const MAGIC = 'GGUFJRNL';
 const TAIL = 32; // sha256 of everything before it
@@ -68,13 +67,6 @@ function decode(bytes: Buffer): Journal | undefined {
   return header.length === length ? { dev, ino, size, pid, host, header } : undefined;
 }
 
-function thisHost(): string {
-  try {
-    return hostname();
-  } catch {
-    return 'host';
-  }
-}
 
 
 function syncDirectory(path: string): void {
@@ -97,7 +89,7 @@ function syncDirectory(path: string): void {
 export function writeJournal(path: string, old: Uint8Array, size: number): string {
   const journal = journalPath(path);
   const { dev, ino } = statSync(path, { bigint: true });
-  const temp = writeTemporaryWith(journal, (out) => writeAll(out, encode({ dev, ino, size, pid: process.pid, host: thisHost(), header: old }), 0));
+  const temp = writeTemporaryWith(journal, (out) => writeAll(out, encode({ dev, ino, size, pid: process.pid, host: writerHost(), header: old }), 0));
   commit(temp, journal);
   syncDirectory(journal);
   return journal;
@@ -151,7 +143,7 @@ export function recoverHeaderEdit(path: string): boolean {
     rmSync(journalFile, { force: true });
     return false;
   }
-  if (journal.host === thisHost() && journal.pid !== process.pid && processAlive(journal.pid)) {
+  if (journal.host === writerHost() && journal.pid !== process.pid && processAlive(journal.pid)) {
     throw new GgufError('CANNOT_REWRITE', `${path} is being edited in place by process ${journal.pid} (${journalFile})`, 0);
   }
   const fd = openSync(path, 'r+');

@@ -156,7 +156,7 @@ function temporaryPrefix(path: string): string {
 // Asked when first needed, not at import (Deno asks for a permission to tell it), and a runtime
 // that refuses gives a fixed name: its temporary files are then told apart by pid alone.
 let host: string | undefined;
-function writerHost(): string {
+export function writerHost(): string {
   if (host === undefined) {
     try {
       host = hostname().replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40) || 'host';
