@@ -24,6 +24,8 @@ export interface ArchitectureRule {
    */
   readonly swa?: 'array' | 'all' | number;
   readonly swaDenseFirst?: boolean;
+  /** Attention and FFN both read the layer's one norm and add to the residual together (Cohere, Falcon, Phi-2). */
+  readonly parallelFfn?: boolean;
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -53,11 +55,11 @@ const HYBRID: ArchitectureRule = { memory: 'hybrid' };
 
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
-  llama: KV, deci: KV, falcon: KV, grok: KV, gpt2: KV, gptj: KV, gptneox: KV, mpt: KV, baichuan: KV,
+  llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: KV, gptj: KV, gptneox: KV, mpt: KV, baichuan: KV,
   starcoder: KV, refact: KV, bloom: KV, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
-  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: KV, phimoe: KV, plamo: KV, codeshell: KV,
+  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
-  'command-r': KV, dbrx: KV, olmo: KV, olmoe: KV, openelm: KV, arctic: KV, deepseek: KV, deepseek2: KV,
+  'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: KV, arctic: KV, deepseek: KV, deepseek2: KV,
   'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: KV, jais2: KV,
   nemotron: KV, exaone: KV, granite: KV, granitemoe: KV, graniteswitch: KV, chameleon: KV, plm: KV,
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
@@ -71,8 +73,8 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   gemma3n: { memory: 'kv', swa: 5, kvLayersFromStart: 20 },
   gemma4: { memory: 'kv', swa: 'array' },
   'gemma4-assistant': { memory: 'kv', swa: 'array' },
-  cohere2: { memory: 'kv', swa: 4 },
-  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true },
+  cohere2: { memory: 'kv', swa: 4, parallelFfn: true },
+  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true },
   afmoe: { memory: 'kv', swa: 4 },
   'exaone-moe': { memory: 'kv', swa: 4, swaDefaultWindow: 128 },
   exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64 },

@@ -1,11 +1,15 @@
-import type { ModelShape } from './model-shape.js';
+import type { LayerShape, ModelShape } from './model-shape.js';
+import { transformerGraph, type ReserveShape } from './transformer-graph.js';
 import type { ResolvedOptions } from './options.js';
 import type { KvCacheEstimate } from './kv-cache.js';
 
 const F32 = 4;
 
 /**
- * The compute (scratch) buffer. ggml's graph allocator reuses memory, so the buffer is the peak
+ * The compute (scratch) buffer: for the families transformer-graph models, ggml's allocator
+ * replayed over llama.cpp's graph (graph-allocator.ts); for the others, as follows.
+ *
+ * ggml's graph allocator reuses memory, so the buffer is the peak
  * of what is alive at once while llama.cpp's worst-case graph (one ubatch against the whole
  * cache) runs. Per token of the ubatch, the largest of these moments:
  * - a layer's attention: its scores, n_kv x n_head in f32 (none with flash attention), beside the
@@ -22,6 +26,20 @@ const F32 = 4;
  * docs/api.md for the error per family. Not exact.
  */
 export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
+  if (graphModelled(shape)) return transformerGraph(shape, reserveShape(shape, options, kv)).allocate();
+  return estimateFromMoments(shape, options, kv);
+}
+
+/**
+ * The families whose graph transformer-graph writes out: attention with a plain KV cache (full
+ * and sliding-window layers), dense or mixture-of-experts FFN. MLA, sparse indexers, recurrent
+ * layers and models without memory still go by their largest moments below.
+ */
+export function graphModelled(shape: ModelShape): boolean {
+  return shape.rule.memory === 'kv' && shape.rule.indexer === undefined && shape.kvLoraRank === 0 && shape.latentWidth === 0;
+}
+
+function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
   const tokens = Math.min(options.ubatchSize, options.contextSize);
   const flash = options.flashAttention && !shape.attentionSoftcap;
@@ -90,4 +108,38 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
   // a recurrent layer's state is copied out whole for every sequence
   const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 * options.sequences : 0;
   return Math.round(tokens * peak + state);
+}
+
+const QUANTIZED_CACHE = new Set(['q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1']);
+
+/** The worst-case ubatch llama.cpp reserves its graph for, in the terms transformer-graph needs. */
+export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): ReserveShape {
+  const attention = shape.layers.filter((l) => l.attention && l.headCountKv > 0);
+  // one head size across the cache's layers, a multiple of 64: a quantized cache is rotated
+  const sameHead = (width: (l: LayerShape) => number): number => {
+    const sizes = new Set(attention.map((l) => width(l) / l.headCountKv));
+    const [size] = sizes;
+    return sizes.size === 1 && size !== undefined && size > 0 && size % 64 === 0 ? size : 0;
+  };
+  const headK = QUANTIZED_CACHE.has(options.typeK) ? sameHead((l) => l.kWidth) : 0;
+  const headV = QUANTIZED_CACHE.has(options.typeV) ? sameHead((l) => l.vWidth) : 0;
+  let kRotation = 0;
+  if (headK > 0) {
+    kRotation = 64;
+    while (headK % (kRotation * 2) === 0) kRotation *= 2;
+  }
+  // min(n_ctx as asked, n_ubatch), rounded up to a multiple of the sequences; outputs: one per token asked
+  const outputs = Math.min(options.ubatchSize, options.contextSize);
+  return {
+    tokens: Math.ceil(outputs / options.sequences) * options.sequences,
+    outputs,
+    streams: options.unifiedKv ? 1 : options.sequences,
+    fullCells: kv.cells,
+    swaCells: kv.swaCells,
+    flash: options.flashAttention && !shape.attentionSoftcap,
+    kF32: options.typeK === 'f32',
+    vF32: options.typeV === 'f32',
+    kRotation,
+    vRotation: headV > 0 ? 64 : 0,
+  };
 }

@@ -30,6 +30,13 @@ export interface ModelShape {
   readonly vocabularySize: number;
   readonly trainedContext: number | undefined;
   readonly feedForwardMax: number;
+  /**
+   * The dense FFN: 'gated' (SwiGLU/GeGLU: gate and up, then their product), 'fused' (one up
+   * projection twice as wide, split into gate and up: Phi-3) or 'plain' (up, then an activation in place).
+   */
+  readonly ffnKind: 'gated' | 'fused' | 'plain';
+  /** Q, K and V come from one fused projection (attn_qkv), viewed three ways. */
+  readonly fusedQkv: boolean;
   readonly slidingWindow: number;
   readonly layers: readonly LayerShape[];
   /** Recurrent state per sequence and layer, in f32 elements: conv (r) and SSM/WKV (s) rows. */
@@ -80,6 +87,13 @@ function maxOf(meta: Meta, key: string, layers: number): number {
   let max = 0;
   for (let il = 0; il < layers; il++) max = Math.max(max, numberAt(meta, key, il) ?? 0);
   return max;
+}
+
+function ffnKind(file: GgufFile, feedForward: number): ModelShape['ffnKind'] {
+  if (file.tensors.some((t) => /^blk\.\d+\.ffn_gate\.weight$/.test(t.name))) return 'gated';
+  const up = file.tensors.find((t) => /^blk\.\d+\.ffn_up\.weight$/.test(t.name));
+  if (up === undefined) return 'gated';
+  return up.shape[1] === 2 * feedForward ? 'fused' : 'plain';
 }
 
 /** Reads the model's shape, or UNSUPPORTED_ARCHITECTURE for an architecture llama.cpp v0.5.0 lacks. */
@@ -227,6 +241,8 @@ export function readModelShape(file: GgufFile): ModelShape {
     vocabularySize,
     trainedContext: scalar(meta, k('context_length')),
     feedForwardMax: maxOf(meta, k('feed_forward_length'), layerCount),
+    ffnKind: ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount)),
+    fusedQkv: file.tensors.some((t) => /^blk\.\d+\.attn_qkv\.weight$/.test(t.name)),
     slidingWindow,
     layers,
     recurrentR,

@@ -1,0 +1,178 @@
+/**
+ * ggml's graph allocator (ggml-alloc.c), replayed over a graph of sizes only: how large the
+ * compute buffer must be for the tensors alive at once, including the holes its best-fit
+ * placement leaves. Only what the CPU backend's single buffer needs: one chunk, 32-byte alignment.
+ */
+
+/** A tensor of the compute graph. A leaf has no op; a view shares its source's memory. */
+export interface GraphTensor {
+  readonly id: number;
+  readonly bytes: number;
+  readonly srcs: readonly GraphTensor[];
+  /** The tensor whose memory this one views (a reshape, permute, view, or a write into the cache). */
+  readonly viewOf?: GraphTensor;
+  /** Memory outside the compute buffer (weights, the KV cache): never allocated here. */
+  readonly external?: boolean;
+  /** Set by llama.cpp before the graph runs: allocated first, kept until its last reader. */
+  readonly input?: boolean;
+  /** Read after the graph (logits, embeddings): never freed. */
+  readonly output?: boolean;
+  /** ggml_op_can_inplace: may take over a source's memory when that source dies here. */
+  readonly inplace?: boolean;
+  /** Same type, shape and strides: what in-place reuse requires (a string; equal means same layout). */
+  readonly layout: string;
+}
+
+const ALIGNMENT = 32;
+const align = (n: number) => Math.ceil(n / ALIGNMENT) * ALIGNMENT;
+
+/** The free list of ggml_dyn_tallocr: blocks sorted by offset, the last one open-ended. */
+class DynamicAllocator {
+  private readonly blocks: { offset: number; size: number }[] = [{ offset: 0, size: Number.MAX_SAFE_INTEGER }];
+  maxSize = 0;
+
+  alloc(bytes: number): number {
+    const size = align(bytes);
+    let best = -1;
+    let bestSize = Infinity;
+    // best fit among all blocks but the last; the last only when none fits
+    for (let i = 0; i < this.blocks.length - 1; i++) {
+      const b = this.blocks[i]!;
+      if (b.size >= size && b.size <= bestSize) {
+        best = i;
+        bestSize = b.size;
+      }
+    }
+    if (best === -1) best = this.blocks.length - 1;
+    const block = this.blocks[best]!;
+    const offset = block.offset;
+    block.offset += size;
+    block.size -= size;
+    if (block.size === 0) this.blocks.splice(best, 1);
+    this.maxSize = Math.max(this.maxSize, offset + size);
+    return offset;
+  }
+
+  free(offset: number, bytes: number): void {
+    const size = align(bytes);
+    for (let i = 0; i < this.blocks.length; i++) {
+      const b = this.blocks[i]!;
+      if (b.offset + b.size === offset) {
+        b.size += size;
+        const next = this.blocks[i + 1];
+        if (next !== undefined && b.offset + b.size === next.offset) {
+          b.size += next.size;
+          this.blocks.splice(i + 1, 1);
+        }
+        return;
+      }
+      if (offset + size === b.offset) {
+        b.offset = offset;
+        b.size += size;
+        const prev = this.blocks[i - 1];
+        if (prev !== undefined && prev.offset + prev.size === b.offset) {
+          prev.size += b.size;
+          this.blocks.splice(i, 1);
+        }
+        return;
+      }
+    }
+    let at = 0;
+    while (at < this.blocks.length && this.blocks[at]!.offset < offset) at++;
+    this.blocks.splice(at, 0, { offset, size });
+  }
+}
+
+interface State {
+  children: number;
+  views: number;
+  allocated: boolean;
+  offset: number;
+}
+
+/**
+ * The compute buffer ggml_gallocr_reserve would ask for this graph: leafs first, then each node
+ * in order, a source freed when its last reader has run (a view's source when its last view has).
+ */
+export function allocateGraph(leafs: readonly GraphTensor[], nodes: readonly GraphTensor[]): number {
+  const heap = new DynamicAllocator();
+  const state = new Map<GraphTensor, State>();
+  const get = (t: GraphTensor): State => {
+    let s = state.get(t);
+    if (s === undefined) {
+      s = { children: 0, views: 0, allocated: false, offset: 0 };
+      state.set(t, s);
+    }
+    return s;
+  };
+  const own = (t: GraphTensor) => get(t).allocated;
+
+  const allocate = (node: GraphTensor): void => {
+    const s = get(node);
+    if (node.external || node.viewOf !== undefined || s.allocated) return;
+    s.allocated = true;
+    if (node.inplace) {
+      for (const parent of node.srcs) {
+        if (!own(parent) || parent.output || parent.viewOf?.output) continue;
+        if (parent.layout !== node.layout) continue;
+        const p = get(parent);
+        if (p.children !== 1 || p.views !== 0) continue;
+        if (parent.viewOf !== undefined) {
+          const source = parent.viewOf;
+          const v = get(source);
+          if (v.views === 1 && v.children === 0) {
+            s.offset = v.offset;
+            p.allocated = false;
+            v.allocated = false;
+            freeExtra(node, source);
+            return;
+          }
+        } else {
+          s.offset = p.offset;
+          p.allocated = false;
+          freeExtra(node, parent);
+          return;
+        }
+      }
+    }
+    s.offset = heap.alloc(node.bytes);
+  };
+  const freeExtra = (node: GraphTensor, parent: GraphTensor): void => {
+    const parentSize = align(parent.bytes);
+    const nodeSize = align(node.bytes);
+    if (parentSize > nodeSize) heap.free(get(parent).offset + nodeSize, parentSize - nodeSize);
+  };
+  const release = (t: GraphTensor): void => {
+    if (t.output) return;
+    const s = get(t);
+    heap.free(s.offset, t.bytes);
+    s.allocated = false;
+  };
+
+  for (const leaf of leafs) allocate(leaf);
+  for (const node of nodes) {
+    if (node.viewOf !== undefined) get(node.viewOf).views++;
+    if (node.input) allocate(node);
+    for (const src of node.srcs) {
+      get(src).children++;
+      if (src.input) allocate(src);
+    }
+  }
+  for (const node of nodes) {
+    for (const src of node.srcs) allocate(src);
+    allocate(node);
+    for (const parent of node.srcs) {
+      const p = get(parent);
+      p.children--;
+      if (p.children !== 0 || p.views !== 0) continue;
+      if (parent.viewOf !== undefined) {
+        const v = get(parent.viewOf);
+        v.views--;
+        if (v.views === 0 && v.children === 0 && v.allocated) release(parent.viewOf);
+      } else if (p.allocated) {
+        release(parent);
+      }
+    }
+  }
+  return heap.maxSize;
+}
