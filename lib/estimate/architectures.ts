@@ -26,6 +26,8 @@ export interface ArchitectureRule {
   readonly swaDenseFirst?: boolean;
   /** Attention and FFN both read the layer's one norm and add to the residual together (Cohere, Falcon, Phi-2). */
   readonly parallelFfn?: boolean;
+  /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
+  readonly noRope?: boolean;
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -55,12 +57,12 @@ const HYBRID: ArchitectureRule = { memory: 'hybrid' };
 
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
-  llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: KV, gptj: KV, gptneox: KV, mpt: KV, baichuan: KV,
-  starcoder: KV, refact: KV, bloom: KV, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
+  llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: KV,
+  starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
   qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
   'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: KV, arctic: KV, deepseek: KV, deepseek2: KV,
-  'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: KV, jais2: KV,
+  'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: { memory: 'kv', noRope: true }, jais2: KV,
   nemotron: KV, exaone: KV, granite: KV, granitemoe: KV, graniteswitch: KV, chameleon: KV, plm: KV,
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
   'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: KV, smollm3: KV, seed_oss: KV,

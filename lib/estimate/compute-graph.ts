@@ -1,11 +1,13 @@
 import { allocateGraph, type GraphTensor } from './graph-allocator.js';
 
 /**
- * A compute graph of sizes, written in execution order: what graph-allocator replays. Each op
- * says its output's bytes and layout; views share their root source's memory, as in ggml.
+ * A compute graph of sizes, built as llama.cpp builds its own: ops make tensors, and `expand`
+ * adds a tensor and what it needs in ggml_build_forward_expand's order (sources depth first, left
+ * to right), which is the order ggml's allocator places and frees them in.
  */
 export class ComputeGraph {
   private nextId = 0;
+  private readonly visited = new Set<GraphTensor>();
   readonly leafs: GraphTensor[] = [];
   readonly nodes: GraphTensor[] = [];
   /** Weights and the KV cache: memory outside the compute buffer. */
@@ -16,35 +18,50 @@ export class ComputeGraph {
   }
 
   /** An input set before the graph runs (token ids, positions, masks, cache row indexes). */
-  input(bytes: number): GraphTensor {
-    const t = this.make({ bytes, srcs: [], input: true, layout: `in${this.nextId}` });
-    this.leafs.push(t);
-    return t;
+  input(bytes: number, name = 'input'): GraphTensor {
+    return this.make({ bytes, srcs: [], input: true, layout: `${name}#${this.nextId}` });
   }
 
   /** A new tensor computed from srcs; `layout` names its type and shape (equal: same layout). */
   op(bytes: number, srcs: readonly GraphTensor[], layout: string, flags: { inplace?: boolean; output?: boolean } = {}): GraphTensor {
-    const t = this.make({ bytes, srcs, layout, ...flags });
-    this.nodes.push(t);
-    return t;
+    return this.make({ bytes, srcs, layout, ...flags });
   }
 
-  /** A view (reshape, permute, slice) of src, or a write into it (set_rows into the cache). */
-  view(src: GraphTensor, layout: string, extraSrcs: readonly GraphTensor[] = []): GraphTensor {
+  /**
+   * A view (reshape, permute, slice: `bytes` is what it spans), or with extraSrcs a write into
+   * src (set_rows into the cache). Views of weights or of the cache are nothing of the buffer's.
+   */
+  view(src: GraphTensor, layout: string, bytes = src.bytes, extraSrcs: readonly GraphTensor[] = []): GraphTensor {
     const root = src.viewOf ?? src;
-    if (root.external) {
-      // views of weights or of the cache, and writes into the cache: nothing of the buffer's
-      const t = this.make({ bytes: 0, srcs: [src, ...extraSrcs], external: true, layout });
-      if (extraSrcs.length > 0) this.nodes.push(t);
-      return t;
+    if (root.external) return this.make({ bytes: 0, srcs: [src, ...extraSrcs], external: true, layout });
+    return this.make({ bytes, srcs: [src, ...extraSrcs], viewOf: root, layout });
+  }
+
+  /** ggml_build_forward_expand: t and every source not yet in the graph, sources first. */
+  expand(t: GraphTensor): GraphTensor {
+    // iterative depth-first walk (graphs of thousands of nodes)
+    const stack: { t: GraphTensor; next: number }[] = [];
+    const enter = (x: GraphTensor) => {
+      if (x === this.external || this.visited.has(x)) return;
+      this.visited.add(x);
+      stack.push({ t: x, next: 0 });
+    };
+    enter(t);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (top.next < top.t.srcs.length) {
+        enter(top.t.srcs[top.next++]!);
+        continue;
+      }
+      stack.pop();
+      if (top.t.input === true) this.leafs.push(top.t);
+      else this.nodes.push(top.t);
     }
-    const t = this.make({ bytes: 0, srcs: [src, ...extraSrcs], viewOf: root, layout });
-    this.nodes.push(t);
     return t;
   }
 
   /** Bytes ggml_gallocr_reserve asks for this graph. */
-  allocate(): number {
-    return allocateGraph(this.leafs, this.nodes);
+  allocate(observe?: Parameters<typeof allocateGraph>[2]): number {
+    return allocateGraph(this.leafs, this.nodes, observe);
   }
 }

@@ -94,7 +94,12 @@ interface State {
  * The compute buffer ggml_gallocr_reserve would ask for this graph: leafs first, then each node
  * in order, a source freed when its last reader has run (a view's source when its last view has).
  */
-export function allocateGraph(leafs: readonly GraphTensor[], nodes: readonly GraphTensor[]): number {
+export function allocateGraph(
+  leafs: readonly GraphTensor[],
+  nodes: readonly GraphTensor[],
+  /** Sees each placement and release (to compare with ggml-alloc.c's own trace). */
+  observe?: (event: 'alloc' | 'free', tensor: GraphTensor, offset: number) => void,
+): number {
   const heap = new DynamicAllocator();
   const state = new Map<GraphTensor, State>();
   const get = (t: GraphTensor): State => {
@@ -136,6 +141,7 @@ export function allocateGraph(leafs: readonly GraphTensor[], nodes: readonly Gra
       }
     }
     s.offset = heap.alloc(node.bytes);
+    observe?.('alloc', node, s.offset);
   };
   const freeExtra = (node: GraphTensor, parent: GraphTensor): void => {
     const parentSize = align(parent.bytes);
@@ -146,6 +152,7 @@ export function allocateGraph(leafs: readonly GraphTensor[], nodes: readonly Gra
     if (t.output) return;
     const s = get(t);
     heap.free(s.offset, t.bytes);
+    observe?.('free', t, s.offset);
     s.allocated = false;
   };
 

@@ -37,6 +37,8 @@ export interface ModelShape {
   readonly ffnKind: 'gated' | 'fused' | 'plain';
   /** Q, K and V come from one fused projection (attn_qkv), viewed three ways. */
   readonly fusedQkv: boolean;
+  /** Learned absolute positions (position_embd) added to the embeddings. */
+  readonly learnedPositions: boolean;
   readonly slidingWindow: number;
   readonly layers: readonly LayerShape[];
   /** Recurrent state per sequence and layer, in f32 elements: conv (r) and SSM/WKV (s) rows. */
@@ -242,6 +244,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     trainedContext: scalar(meta, k('context_length')),
     feedForwardMax: maxOf(meta, k('feed_forward_length'), layerCount),
     ffnKind: ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount)),
+    learnedPositions: file.tensors.some((t) => t.name === 'position_embd.weight'),
     fusedQkv: file.tensors.some((t) => /^blk\.\d+\.attn_qkv\.weight$/.test(t.name)),
     slidingWindow,
     layers,

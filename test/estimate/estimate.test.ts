@@ -90,10 +90,10 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
       if (compute === row.compute) exact++;
       if (rel(compute, row.compute) <= 0.05) within5++;
     }
-    // measured: 147 of 230 rows exact, 219 within 5% (27 models)
+    // measured: 173 of 230 rows exact, 225 within 5% (27 models)
     expect(rowsReplayed).toBe(230);
-    expect(exact).toBeGreaterThanOrEqual(140);
-    expect(within5).toBeGreaterThanOrEqual(215);
+    expect(exact).toBeGreaterThanOrEqual(170);
+    expect(within5).toBeGreaterThanOrEqual(222);
   });
 
   it('without AVX2 nothing is repacked; with it, Q4_K matrices (not token_embd) are', () => {
