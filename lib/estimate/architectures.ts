@@ -28,6 +28,8 @@ export interface ArchitectureRule {
   readonly parallelFfn?: boolean;
   /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
   readonly noRope?: boolean;
+  /** The recurrent layers' mixer, where the replayed graph models it. */
+  readonly mixer?: 'mamba2';
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -101,10 +103,10 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   dots3note: { memory: 'kv', indexer: 'dsa', swa: 'array' },
   'minimax-m3': { memory: 'kv', indexer: 'msa' },
   // Recurrent state.
-  mamba: RECURRENT, mamba2: RECURRENT, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
+  mamba: RECURRENT, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
   // Hybrids.
-  jamba: HYBRID, plamo2: HYBRID, granitehybrid: HYBRID, 'kimi-linear': HYBRID, bailingmoe3: HYBRID,
+  jamba: HYBRID, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: HYBRID,
   'kimi-k3': HYBRID,
   qwen3next: { memory: 'hybrid', fullAttentionInterval: 4 },
   qwen35: { memory: 'hybrid', fullAttentionInterval: 4 },

@@ -36,7 +36,8 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
  * layers and models without memory still go by their largest moments below.
  */
 export function graphModelled(shape: ModelShape): boolean {
-  return shape.rule.memory === 'kv' && shape.rule.indexer === undefined && shape.kvLoraRank === 0 && shape.latentWidth === 0;
+  if (shape.rule.indexer !== undefined || shape.kvLoraRank > 0 || shape.latentWidth > 0) return false;
+  return shape.rule.memory === 'kv' || shape.rule.mixer !== undefined;
 }
 
 function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
@@ -134,6 +135,7 @@ export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: Kv
     tokens: Math.ceil(outputs / options.sequences) * options.sequences,
     outputs,
     streams: options.unifiedKv ? 1 : options.sequences,
+    sequences: options.sequences,
     fullCells: kv.cells,
     swaCells: kv.swaCells,
     flash: options.flashAttention && !shape.attentionSoftcap,

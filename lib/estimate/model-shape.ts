@@ -19,6 +19,22 @@ export interface LayerShape {
   readonly indexerWidth: number;
   /** Routes to experts (has ffn_gate_inp). */
   readonly experts: boolean;
+  /** Has a feed-forward block (dense or experts). */
+  readonly ffn: boolean;
+}
+
+/** A Mamba-2 style SSM's sizes (llama_hparams ssm_*; zeros without one). */
+export interface SsmShape {
+  readonly convKernel: number;
+  readonly inner: number;
+  readonly state: number;
+  readonly groups: number;
+  /** dt rank: the SSM's heads. */
+  readonly heads: number;
+  /** Rows of ssm_in (z, xBC and dt together). */
+  readonly inputWidth: number;
+  /** A grouped RMS norm before the output projection (ssm_norm). */
+  readonly norm: boolean;
 }
 
 /** The hyperparameters a memory estimate needs, read from the header alone. */
@@ -53,6 +69,7 @@ export interface ModelShape {
   /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
   readonly ssmInputWidth: number;
   readonly ssmInner: number;
+  readonly ssm: SsmShape;
   /** MLA's latent rank (kv_lora_rank; 0 without MLA caches). */
   readonly kvLoraRank: number;
   /** Width of the MLA latent projection (attn_kv_a_mqa rows; 0 without one). */
@@ -202,6 +219,8 @@ export function readModelShape(file: GgufFile): ModelShape {
       vWidth: mla ? 0 : headCountKv * valueLength,
       indexerWidth: attention ? indexerWidthFor(il) : 0,
       experts: has(il, 'ffn_gate_inp'),
+      // a header written without tensors (a shape only) is taken to have every block
+      ffn: names.size === 0 || has(il, 'ffn_down') || has(il, 'ffn_down_exps'),
     });
   }
 
@@ -258,6 +277,15 @@ export function readModelShape(file: GgufFile): ModelShape {
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
     ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
     ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
+    ssm: {
+      convKernel: scalar(meta, k('ssm.conv_kernel')) ?? 0,
+      inner: scalar(meta, k('ssm.inner_size')) ?? 0,
+      state: scalar(meta, k('ssm.state_size')) ?? 0,
+      groups: scalar(meta, k('ssm.group_count')) ?? 0,
+      heads: scalar(meta, k('ssm.time_step_rank')) ?? 0,
+      inputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+      norm: file.tensors.some((t) => /^blk\.\d+\.ssm_norm\.weight$/.test(t.name)),
+    },
     attentionSoftcap: arch === 'grok',
     kvLoraRank: mla ? kvLoraRank : 0,
     latentWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),

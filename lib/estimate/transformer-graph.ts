@@ -1,6 +1,7 @@
 import { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
+import { mamba2Mixer, type RecurrentInputs } from './recurrent-graph.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -13,6 +14,8 @@ export interface ReserveShape {
   readonly outputs: number;
   /** KV streams: 1 with a unified cache, else the sequences. */
   readonly streams: number;
+  /** Sequences in the ubatch (n_seq_max): recurrent layers split the tokens among them. */
+  readonly sequences: number;
   /** Cells the full-context and sliding-window masks span (n_kv). */
   readonly fullCells: number;
   readonly swaCells: number;
@@ -70,6 +73,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   });
   const full = attention.some((l) => !l.slidingWindow) ? cacheInputs(r.fullCells) : undefined;
   const swa = attention.some((l) => l.slidingWindow) ? cacheInputs(r.swaCells) : undefined;
+  const recurrent: RecurrentInputs | undefined = shape.layers.some((l) => l.recurrent) ? { stateCopy: g.input(r.sequences * I32, 'rs_s_copy') } : undefined;
   const outIds = g.input(O * I32, 'out_ids');
 
   const last = shape.layers.length - 1;
@@ -78,10 +82,11 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   for (const layer of shape.layers) {
     const inputs = layer.slidingWindow ? swa : full;
     const normed = norm(g, inpL);
-    let cur = layer.attention && inputs !== undefined
-      ? attentionBlock(g, layer, normed, shape.rule.noRope === true ? undefined : pos, inputs, r, shape.fusedQkv)
-      // a layer without a cache of its own (shared KV): its attention output, same width
-      : g.op(E * T * F32, [g.external, normed], act(E));
+    let cur: GraphTensor;
+    if (layer.recurrent && recurrent !== undefined) cur = mamba2Mixer(g, shape, normed, T, r.sequences, recurrent);
+    else if (layer.attention && inputs !== undefined) cur = attentionBlock(g, layer, normed, shape.rule.noRope === true ? undefined : pos, inputs, r, shape.fusedQkv);
+    // a layer without a cache of its own (shared KV): its attention output, same width
+    else cur = g.op(E * T * F32, [g.external, normed], act(E));
     let inpSA = inpL;
     let ffnIn = normed;
     // the last layer goes on with the output rows only
@@ -91,7 +96,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       inpSA = g.op(E * O * F32, [inpSA, outIds], act(E, O));
       if (shape.rule.parallelFfn === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
     }
-    if (shape.rule.parallelFfn === true) {
+    if (!layer.ffn) {
+      inpL = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
+    } else if (shape.rule.parallelFfn === true) {
       // FFN(norm) + residual + attention
       const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), inpSA], cur.layout, { inplace: true });
       inpL = g.op(cur.bytes, [sum, cur], cur.layout, { inplace: true });
