@@ -28,6 +28,10 @@ export interface ArchitectureRule {
   readonly parallelFfn?: boolean;
   /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
   readonly noRope?: boolean;
+  /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
+  readonly ropeOnlySwa?: boolean;
+  /** The output rows are picked after the final norm, not before the last layer's FFN. */
+  readonly lateOutputRows?: boolean;
   /** The recurrent layers' mixer, where the replayed graph models it. */
   readonly mixer?: 'mamba2';
   /** The window when the file names none (gemma2: 4096). */
@@ -67,7 +71,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: { memory: 'kv', noRope: true }, jais2: KV,
   nemotron: KV, exaone: KV, granite: KV, granitemoe: KV, graniteswitch: KV, chameleon: KV, plm: KV,
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
-  'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: KV, smollm3: KV, seed_oss: KV,
+  'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: { memory: 'kv', lateOutputRows: true }, smollm3: KV, seed_oss: KV,
   grovemoe: KV, apertus: KV, 'minimax-m2': KV, cogvlm: KV, 'pangu-embedded': KV, mistral3: KV,
   eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: KV, qwen3tts: KV,
   'llama-embed': KV, hrm_text: KV, pockettts: KV,
@@ -75,10 +79,10 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },
   gemma3: { memory: 'kv', swa: 6 },
   gemma3n: { memory: 'kv', swa: 5, kvLayersFromStart: 20 },
-  gemma4: { memory: 'kv', swa: 'array' },
+  gemma4: { memory: 'kv', swa: 'array', lateOutputRows: true },
   'gemma4-assistant': { memory: 'kv', swa: 'array' },
-  cohere2: { memory: 'kv', swa: 4, parallelFfn: true },
-  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true },
+  cohere2: { memory: 'kv', swa: 4, parallelFfn: true, ropeOnlySwa: true },
+  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true, ropeOnlySwa: true, lateOutputRows: true },
   afmoe: { memory: 'kv', swa: 4 },
   'exaone-moe': { memory: 'kv', swa: 4, swaDefaultWindow: 128 },
   exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64 },
@@ -90,11 +94,11 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   mimo2: { memory: 'kv', swa: 'array' },
   'muse-glimmer': { memory: 'kv', swa: 4 },
   olmo2: { memory: 'kv', swa: 4 },
-  'gpt-oss': { memory: 'kv', swa: 2 },
+  'gpt-oss': { memory: 'kv', swa: 2, lateOutputRows: true },
   plamo3: { memory: 'kv', swa: 8 },
   smallthinker: { memory: 'kv', swa: 4, swaDenseFirst: true },
   spark2_5: { memory: 'kv', swa: 'array' },
-  step35: { memory: 'kv', swa: 'array' },
+  step35: { memory: 'kv', swa: 'array', lateOutputRows: true },
   dflash: { memory: 'kv', swa: 'array' },
   // Sparse attention with an indexer key cache.
   deepseek32: { memory: 'kv', indexer: 'dsa' },
@@ -106,18 +110,18 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   mamba: RECURRENT, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
   // Hybrids.
-  jamba: HYBRID, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: HYBRID,
+  jamba: HYBRID, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
   'kimi-k3': HYBRID,
-  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4 },
-  qwen35: { memory: 'hybrid', fullAttentionInterval: 4 },
-  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4 },
+  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
+  qwen35: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
+  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
   'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
   // LFM2: every attention layer slides once the file names a window.
   lfm2: { memory: 'hybrid', swa: 'all' },
   lfm2moe: { memory: 'hybrid', swa: 'all' },
   'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
-  nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true },
-  nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true },
+  nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true, lateOutputRows: true, mixer: 'mamba2' },
+  nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true, mixer: 'mamba2' },
   qwen4exp: { memory: 'hybrid', indexer: 'qsa', fullAttentionInterval: 4 },
   // No memory: encoders and diffusion models.
   bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,

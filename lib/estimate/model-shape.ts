@@ -63,6 +63,10 @@ export interface ModelShape {
   readonly expertCount: number;
   readonly expertUsedCount: number;
   readonly expertFeedForward: number;
+  /** The experts' gate and up are one tensor (ffn_gate_up_exps), split by views. */
+  readonly fusedExpertGateUp: boolean;
+  /** Width of the shared expert beside the routed ones (ffn_up_shexp rows; 0 without one). */
+  readonly sharedExpertFeedForward: number;
   /** Sparse-attention indexer heads and key length (0 without an indexer). */
   readonly indexerHeads: number;
   readonly indexerKeyLength: number;
@@ -272,6 +276,8 @@ export function readModelShape(file: GgufFile): ModelShape {
     // experts only count when the file has expert tensors (the test models carry every key)
     expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? scalar(meta, k('expert_count')) ?? 0 : 0,
     expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
+    fusedExpertGateUp: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_up_exps\.weight$/.test(t.name)),
+    sharedExpertFeedForward: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ffn_up_shexp\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
     expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,

@@ -83,20 +83,27 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     const inputs = layer.slidingWindow ? swa : full;
     const normed = norm(g, inpL);
     let cur: GraphTensor;
-    if (layer.recurrent && recurrent !== undefined) cur = mamba2Mixer(g, shape, normed, T, r.sequences, recurrent);
-    else if (layer.attention && inputs !== undefined) cur = attentionBlock(g, layer, normed, shape.rule.noRope === true ? undefined : pos, inputs, r, shape.fusedQkv);
+    // Nemotron-H: a block is a mixer or an FFN, never both
+    const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
+    if (ffnOnly) cur = ffn(layer, normed, T);
+    else if (layer.recurrent && recurrent !== undefined) cur = mamba2Mixer(g, shape, normed, T, r.sequences, recurrent);
+    else if (layer.attention && inputs !== undefined) {
+      const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow);
+      cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
+    }
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
     let inpSA = inpL;
     let ffnIn = normed;
-    // the last layer goes on with the output rows only
-    const n = layer.index === last ? O : T;
-    if (layer.index === last) {
+    // the last layer goes on with the output rows only (or all rows, picked after the final norm)
+    const crop = layer.index === last && shape.rule.lateOutputRows !== true;
+    const n = crop ? O : T;
+    if (crop) {
       cur = g.op(E * O * F32, [cur, outIds], act(E, O));
       inpSA = g.op(E * O * F32, [inpSA, outIds], act(E, O));
       if (shape.rule.parallelFfn === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
     }
-    if (!layer.ffn) {
+    if (!layer.ffn || ffnOnly) {
       inpL = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
     } else if (shape.rule.parallelFfn === true) {
       // FFN(norm) + residual + attention
@@ -107,7 +114,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       inpL = g.op(cur.bytes, [ffn(layer, norm(g, ffnInp), n), ffnInp], cur.layout, { inplace: true });
     }
   }
-  g.expand(g.op(shape.vocabularySize * O * F32, [g.external, norm(g, inpL)], 'logits', { output: true }));
+  let out = norm(g, inpL);
+  if (shape.rule.lateOutputRows === true) out = g.op(E * O * F32, [out, outIds], act(E, O));
+  g.expand(g.op(shape.vocabularySize * O * F32, [g.external, out], 'logits', { output: true }));
   return g;
 }
 
@@ -125,6 +134,7 @@ function attentionBlock(
   inputs: CacheInputs,
   r: ReserveShape,
   fusedQkv: boolean,
+  iswa: boolean,
 ): GraphTensor {
   const T = r.tokens;
   const headK = layer.headCountKv > 0 ? layer.kWidth / layer.headCountKv : 0;
@@ -146,9 +156,19 @@ function attentionBlock(
     const rows = contiguous(t) ? g.view(t, 'rows') : g.op(t.bytes, [t], `${t.layout}-rows`);
     return g.view(g.op(t.bytes, [by, rows], `${t.layout}-rotated`), `${t.layout}-rotated-heads`);
   };
+  // expanded Q, V, K (Q, K, V with the sliding-window cache's build_attn)
   const q = g.expand(rotate(rope(project(qWidth, 'q')), inputs.kRot));
-  const v = g.expand(rotate(project(layer.vWidth, 'v'), inputs.vRot));
-  const k = g.expand(rotate(rope(project(layer.kWidth, 'k')), inputs.kRot));
+  const vOf = () => rotate(project(layer.vWidth, 'v'), inputs.vRot);
+  const kOf = () => rotate(rope(project(layer.kWidth, 'k')), inputs.kRot);
+  let k: GraphTensor;
+  let v: GraphTensor;
+  if (iswa) {
+    k = g.expand(kOf());
+    v = g.expand(vOf());
+  } else {
+    v = g.expand(vOf());
+    k = g.expand(kOf());
+  }
 
   // the cache writes (set_rows into views of the cache)
   g.expand(g.view(g.external, 'cache-k', 0, [g.view(k, 'k-rows'), inputs.kIdx]));
@@ -187,11 +207,17 @@ function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
     const gateUp = g.op(2 * ff * T * F32, [g.external, x], `f32:${2 * ff}x${T}`);
     hidden = g.op(ff * T * F32, [g.view(gateUp, 'gate', ff * T * F32), g.view(gateUp, 'up', ff * T * F32)], layout);
   } else {
-    const gate = g.op(ff * T * F32, [g.external, x], layout);
-    const up = g.op(ff * T * F32, [g.external, x], layout);
-    hidden = g.op(ff * T * F32, [gate, up], layout);
+    return gatedFfn(g, ff, x, T);
   }
   return g.op(x.bytes, [g.external, hidden], x.layout);
+}
+
+/** gate and up projections, their product, the down projection. */
+function gatedFfn(g: ComputeGraph, ff: number, x: GraphTensor, T: number): GraphTensor {
+  const layout = `f32:${ff}x${T}`;
+  const gate = g.op(ff * T * F32, [g.external, x], layout);
+  const up = g.op(ff * T * F32, [g.external, x], layout);
+  return g.op(x.bytes, [g.external, g.op(ff * T * F32, [gate, up], layout)], x.layout);
 }
 
 function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number): GraphTensor {
@@ -205,14 +231,23 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   // the routing weights are expanded early (llama.cpp does, for its fused top-k)
   const weights = g.expand(g.op(used * T * F32, [g.view(probs, 'probs3'), topk], `w:${used}x${T}`));
   const x3 = g.view(x, 'x3');
-  const gate = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
-  const up = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
-  const glu = g.op(ff * used * T * F32, [gate, up], 'experts');
+  let glu: GraphTensor;
+  if (shape.fusedExpertGateUp) {
+    const gateUp = g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2');
+    glu = g.op(ff * used * T * F32, [g.view(gateUp, 'gate', ff * used * T * F32), g.view(gateUp, 'up', ff * used * T * F32)], 'experts');
+  } else {
+    // up is built first, but the gate is the product's first source
+    const up = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
+    const gate = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
+    glu = g.op(ff * used * T * F32, [gate, up], 'experts');
+  }
   const down = g.op(E * used * T * F32, [g.external, glu, topk], 'down');
   const weighted = g.op(down.bytes, [down, weights], 'down', { inplace: true });
   // the experts' rows summed: views of the weighted rows, added up
   const rows = Array.from({ length: used }, (_, i) => g.view(weighted, `expert${i}`, E * T * F32));
   let sum = used > 1 ? g.op(E * T * F32, [rows[0]!, rows[1]!], x.layout) : rows[0]!;
   for (let i = 2; i < used; i++) sum = g.op(sum.bytes, [sum, rows[i]!], x.layout, { inplace: true });
+  // a shared expert beside the routed ones, on the same input, added
+  if (shape.sharedExpertFeedForward > 0) sum = g.op(sum.bytes, [sum, gatedFfn(g, shape.sharedExpertFeedForward, x, T)], x.layout, { inplace: true });
   return sum;
 }
