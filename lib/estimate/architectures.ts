@@ -33,7 +33,7 @@ export interface ArchitectureRule {
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
   readonly lateOutputRows?: boolean;
   /** The recurrent layers' mixer, where the replayed graph models it. */
-  readonly mixer?: 'mamba2';
+  readonly mixer?: 'mamba2' | 'gated-delta-net';
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -112,9 +112,9 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Hybrids.
   jamba: HYBRID, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
   'kimi-k3': HYBRID,
-  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
-  qwen35: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
-  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true },
+  qwen3next: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
+  qwen35: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
+  qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
   'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
   // LFM2: every attention layer slides once the file names a window.
   lfm2: { memory: 'hybrid', swa: 'all' },

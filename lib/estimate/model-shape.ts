@@ -21,6 +21,8 @@ export interface LayerShape {
   readonly experts: boolean;
   /** Has a feed-forward block (dense or experts). */
   readonly ffn: boolean;
+  /** attn_q is twice the queries' width: the queries and an output gate (Qwen 3.5, Qwen3-Next). */
+  readonly gatedQuery: boolean;
 }
 
 /** A Mamba-2 style SSM's sizes (llama_hparams ssm_*; zeros without one). */
@@ -67,6 +69,8 @@ export interface ModelShape {
   readonly fusedExpertGateUp: boolean;
   /** Width of the shared expert beside the routed ones (ffn_up_shexp rows; 0 without one). */
   readonly sharedExpertFeedForward: number;
+  /** The shared expert's output is scaled by its own sigmoid gate (ffn_gate_inp_shexp). */
+  readonly sharedExpertGated: boolean;
   /** Sparse-attention indexer heads and key length (0 without an indexer). */
   readonly indexerHeads: number;
   readonly indexerKeyLength: number;
@@ -136,6 +140,7 @@ export function readModelShape(file: GgufFile): ModelShape {
   const vocabularySize = tokens?.length ?? scalar(meta, k('vocab_size')) ?? 0;
   const names = new Set(file.tensors.map((t) => t.name));
   const has = (il: number, tensor: string) => names.has(`blk.${il}.${tensor}.weight`);
+  const tensorRows = new Map(file.tensors.map((t) => [t.name, t.shape[1] ?? 0] as const));
 
   // Sliding windows.
   let slidingWindow = scalar(meta, k('attention.sliding_window')) ?? rule.swaDefaultWindow ?? 0;
@@ -225,6 +230,7 @@ export function readModelShape(file: GgufFile): ModelShape {
       experts: has(il, 'ffn_gate_inp'),
       // a header written without tensors (a shape only) is taken to have every block
       ffn: names.size === 0 || has(il, 'ffn_down') || has(il, 'ffn_down_exps'),
+      gatedQuery: (tensorRows.get(`blk.${il}.attn_q.weight`) ?? 0) === 2 * headCount * keyLength && headCount > 0,
     });
   }
 
@@ -278,6 +284,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
     fusedExpertGateUp: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_up_exps\.weight$/.test(t.name)),
     sharedExpertFeedForward: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ffn_up_shexp\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    sharedExpertGated: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_inp_shexp\.weight$/.test(t.name)),
     expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,

@@ -48,3 +48,51 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
   }
   return g.op(x.bytes, [g.external, g.view(out, 'y-rows')], x.layout);
 }
+
+/** The conv history read out of the cache and joined with this ubatch's rows (build_rs + concat), its tail written back. */
+function convInput(g: ComputeGraph, rows: GraphTensor, channels: number, kernel: number, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
+  const history = g.expand(g.op((kernel - 1) * channels * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'conv-rows'));
+  const joined = g.op((kernel - 1 + tokens / sequences) * channels * sequences * F32, [g.view(history, 'conv3'), g.view(rows, 'rows-t')], 'conv-x');
+  g.expand(g.view(g.external, 'conv-state', 0, [g.view(joined, 'last-conv'), g.external]));
+  return joined;
+}
+
+/**
+ * A gated delta net mixer (Qwen 3.5, Qwen3-Next; build_layer_attn_linear with llama.cpp's fused
+ * kernel, which the CPU backend has): the QKV and gate projections, the conv over QKV, Q and K
+ * L2-normed, the decay and beta from their own projections, the state rows, one op giving the
+ * output and the new state, then the gated norm and the output projection.
+ */
+export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
+  const { convKernel, inner, state: headK, groups: headsK, heads: headsV } = shape.ssm;
+  const headV = inner / headsV;
+  const channels = inner + 2 * headsK * headK;
+  const T = tokens;
+  const qkv = g.op(channels * T * F32, [g.external, x], 'qkv');
+  const conv = convInput(g, qkv, channels, convKernel, T, sequences, inputs);
+  const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'state-rows'));
+  let mixed = g.op(channels * T * F32, [conv, g.external], 'conv');
+  mixed = g.op(mixed.bytes, [mixed], 'conv', { inplace: true }); // silu
+  // Q and K viewed out of the conv output, L2-normed into new tensors
+  const l2 = (name: string) => {
+    const n = g.op(headK * headsK * T * F32, [g.view(mixed, name)], name);
+    return g.op(n.bytes, [n], name, { inplace: true });
+  };
+  const q = l2('q');
+  const k = l2('k');
+  const v = g.view(mixed, 'v');
+  const alpha = g.op(headsV * T * F32, [g.external, x], 'alpha');
+  let decay = g.op(headsV * T * F32, [g.view(alpha, 'alpha3'), g.external], 'decay');
+  decay = g.op(decay.bytes, [decay], 'decay', { inplace: true }); // softplus
+  decay = g.op(decay.bytes, [decay, g.external], 'decay', { inplace: true }); // times A
+  const betaRows = g.op(headsV * T * F32, [g.external, x], 'beta');
+  const beta = g.op(betaRows.bytes, [g.view(betaRows, 'beta4')], 'beta'); // sigmoid of a view: a new tensor
+  const result = g.op((headV * headsV * T + headV * headV * headsV * sequences) * F32, [q, k, v, g.view(decay, 'g4'), beta, g.view(states, 's4')], 'gdn');
+  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(result, 'new-state'), g.external]));
+  // the gated norm: norm(output) * silu(z)
+  const normed = g.op(headV * headsV * T * F32, [g.view(result, 'output')], 'y');
+  const weighted = g.op(normed.bytes, [normed, g.external], 'y', { inplace: true });
+  const z = g.op(inner * T * F32, [g.external, x], 'z');
+  const gated = g.op(weighted.bytes, [weighted, g.op(z.bytes, [g.view(z, 'z4')], 'y')], 'y', { inplace: true });
+  return g.op(x.bytes, [g.external, g.view(gated, 'y-rows')], x.layout);
+}

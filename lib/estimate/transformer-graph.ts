@@ -1,7 +1,7 @@
 import { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
-import { mamba2Mixer, type RecurrentInputs } from './recurrent-graph.js';
+import { gatedDeltaNetMixer, mamba2Mixer, type RecurrentInputs } from './recurrent-graph.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -86,7 +86,10 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     // Nemotron-H: a block is a mixer or an FFN, never both
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
     if (ffnOnly) cur = ffn(layer, normed, T);
-    else if (layer.recurrent && recurrent !== undefined) cur = mamba2Mixer(g, shape, normed, T, r.sequences, recurrent);
+    else if (layer.recurrent && recurrent !== undefined) {
+      const mixer = shape.rule.mixer === 'gated-delta-net' ? gatedDeltaNetMixer : mamba2Mixer;
+      cur = mixer(g, shape, normed, T, r.sequences, recurrent);
+    }
     else if (layer.attention && inputs !== undefined) {
       const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow);
       cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
@@ -157,7 +160,13 @@ function attentionBlock(
     return g.view(g.op(t.bytes, [by, rows], `${t.layout}-rotated`), `${t.layout}-rotated-heads`);
   };
   // expanded Q, V, K (Q, K, V with the sliding-window cache's build_attn)
-  const q = g.expand(rotate(rope(project(qWidth, 'q')), inputs.kRot));
+  // a gated query (Qwen 3.5): Q and its output gate from one projection; Q normed out of it, the
+  // gate copied out only after attention, so the whole projection lives through attention
+  const qFull = layer.gatedQuery ? g.op(2 * qWidth * T * F32, [g.external, x], 'q-gate') : undefined;
+  const qProjected = qFull !== undefined
+    ? g.op(qWidth * T * F32, [g.op(qWidth * T * F32, [g.view(qFull, 'q', qWidth * T * F32)], `q:${qWidth}x${T}`), g.external], `q:${qWidth}x${T}`, { inplace: true })
+    : project(qWidth, 'q');
+  const q = g.expand(rotate(qFull !== undefined && pos !== undefined ? g.op(qProjected.bytes, [qProjected, pos], qProjected.layout, { inplace: true }) : rope(qProjected), inputs.kRot));
   const vOf = () => rotate(project(layer.vWidth, 'v'), inputs.vRot);
   const kOf = () => rotate(rope(project(layer.kWidth, 'k')), inputs.kRot);
   let k: GraphTensor;
@@ -192,6 +201,10 @@ function attentionBlock(
   }
   g.expand(out);
   out = rotate(out, inputs.vRot);
+  if (qFull !== undefined) {
+    const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `attn:${attnWidth}x${T}`);
+    out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `attn:${attnWidth}x${T}`, { inplace: true });
+  }
   return g.op(x.bytes, [g.external, out], x.layout);
 }
 
@@ -248,6 +261,13 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   let sum = used > 1 ? g.op(E * T * F32, [rows[0]!, rows[1]!], x.layout) : rows[0]!;
   for (let i = 2; i < used; i++) sum = g.op(sum.bytes, [sum, rows[i]!], x.layout, { inplace: true });
   // a shared expert beside the routed ones, on the same input, added
-  if (shape.sharedExpertFeedForward > 0) sum = g.op(sum.bytes, [sum, gatedFfn(g, shape.sharedExpertFeedForward, x, T)], x.layout, { inplace: true });
+  if (shape.sharedExpertFeedForward > 0) {
+    let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T);
+    if (shape.sharedExpertGated) {
+      const gate = g.op(T * F32, [g.external, x], `f32:1x${T}`);
+      shared = g.op(shared.bytes, [shared, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], shared.layout, { inplace: true });
+    }
+    sum = g.op(sum.bytes, [sum, shared], x.layout, { inplace: true });
+  }
   return sum;
 }
