@@ -30,6 +30,8 @@ export interface ArchitectureRule {
   readonly noRope?: boolean;
   /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
   readonly ropeOnlySwa?: boolean;
+  /** The routing weights scale each expert's input, not its output (Llama 4). */
+  readonly moeWeightBeforeFfn?: boolean;
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
   readonly lateOutputRows?: boolean;
   /** The recurrent layers' mixer, where the replayed graph models it. */
@@ -88,7 +90,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64 },
   granite_swa: { memory: 'kv', swa: 'array' },
   laguna: { memory: 'kv', swa: 4, swaDenseFirst: true },
-  llama4: { memory: 'kv', swa: 4, chunked: true, swaDefaultWindow: 8192 },
+  llama4: { memory: 'kv', swa: 4, chunked: true, swaDefaultWindow: 8192, moeWeightBeforeFfn: true },
   maple: { memory: 'kv', swa: 'array' },
   mellum: { memory: 'kv', swa: 4 },
   mimo2: { memory: 'kv', swa: 'array' },

@@ -243,7 +243,12 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   const topk = g.view(g.op(n * T * I32, [probs], `i32:${n}x${T}`), 'topk', used * T * I32);
   // the routing weights are expanded early (llama.cpp does, for its fused top-k)
   const weights = g.expand(g.op(used * T * F32, [g.view(probs, 'probs3'), topk], `w:${used}x${T}`));
-  const x3 = g.view(x, 'x3');
+  let x3 = g.view(x, 'x3');
+  if (shape.rule.moeWeightBeforeFfn === true) {
+    // the input repeated per used expert and scaled by its weight
+    const repeated = g.op(E * used * T * F32, [x3], 'repeated');
+    x3 = g.op(repeated.bytes, [repeated, weights], 'repeated', { inplace: true });
+  }
   let glu: GraphTensor;
   if (shape.fusedExpertGateUp) {
     const gateUp = g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2');
@@ -255,10 +260,11 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
     glu = g.op(ff * used * T * F32, [gate, up], 'experts');
   }
   const down = g.op(E * used * T * F32, [g.external, glu, topk], 'down');
-  const weighted = g.op(down.bytes, [down, weights], 'down', { inplace: true });
+  const weighted = g.expand(shape.rule.moeWeightBeforeFfn === true ? down : g.op(down.bytes, [down, weights], 'down', { inplace: true }));
   // the experts' rows summed: views of the weighted rows, added up
   const rows = Array.from({ length: used }, (_, i) => g.view(weighted, `expert${i}`, E * T * F32));
-  let sum = used > 1 ? g.op(E * T * F32, [rows[0]!, rows[1]!], x.layout) : rows[0]!;
+  // one expert: its row copied out (a view cannot be the block's result)
+  let sum = used > 1 ? g.op(E * T * F32, [rows[0]!, rows[1]!], x.layout) : g.op(E * T * F32, [rows[0]!], x.layout);
   for (let i = 2; i < used; i++) sum = g.op(sum.bytes, [sum, rows[i]!], x.layout, { inplace: true });
   // a shared expert beside the routed ones, on the same input, added
   if (shape.sharedExpertFeedForward > 0) {
