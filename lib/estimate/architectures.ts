@@ -30,6 +30,8 @@ export interface ArchitectureRule {
   readonly noRope?: boolean;
   /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
   readonly ropeOnlySwa?: boolean;
+  /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
+  readonly diffusion?: boolean;
   /** The routing weights scale each expert's input, not its output (Llama 4). */
   readonly moeWeightBeforeFfn?: boolean;
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
@@ -62,6 +64,7 @@ const KV: ArchitectureRule = { memory: 'kv' };
 const NONE: ArchitectureRule = { memory: 'none' };
 const RECURRENT: ArchitectureRule = { memory: 'recurrent' };
 const HYBRID: ArchitectureRule = { memory: 'hybrid' };
+const DIFFUSION: ArchitectureRule = { memory: 'none', diffusion: true };
 
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
@@ -128,7 +131,8 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // No memory: encoders and diffusion models.
   bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,
   'neo-bert': NONE, eurobert: NONE, 'wavtokenizer-dec': NONE, 'modern-bert': NONE,
-  'gemma-embedding': NONE, dream: NONE, llada: NONE, 'llada-moe': NONE, rnd1: NONE, t5encoder: NONE,
+  'gemma-embedding': NONE, t5encoder: NONE,
+  dream: DIFFUSION, llada: DIFFUSION, 'llada-moe': DIFFUSION, rnd1: DIFFUSION,
 };
 
 /**

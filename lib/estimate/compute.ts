@@ -37,7 +37,7 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
  */
 export function graphModelled(shape: ModelShape): boolean {
   if (shape.rule.indexer !== undefined || shape.kvLoraRank > 0 || shape.latentWidth > 0) return false;
-  return shape.rule.memory === 'kv' || shape.rule.mixer !== undefined;
+  return shape.rule.memory === 'kv' || shape.rule.mixer !== undefined || shape.rule.diffusion === true;
 }
 
 function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {

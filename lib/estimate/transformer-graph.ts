@@ -30,8 +30,9 @@ export interface ReserveShape {
 
 interface CacheInputs {
   readonly cells: number;
-  readonly kIdx: GraphTensor;
-  readonly vIdx: GraphTensor;
+  /** Row indexes of the cache writes; none without a cache (encoders, diffusion models attend within the ubatch). */
+  readonly kIdx: GraphTensor | undefined;
+  readonly vIdx: GraphTensor | undefined;
   readonly mask: GraphTensor;
   readonly kRot: GraphTensor | undefined;
   readonly vRot: GraphTensor | undefined;
@@ -51,7 +52,8 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   const O = r.outputs;
   const E = shape.embeddingLength;
   const act = (width: number, n = T) => `f32:${width}x${n}`;
-  const attention = shape.layers.filter((l) => l.attention);
+  // without memory every layer with heads attends (within the ubatch)
+  const attention = shape.layers.filter((l) => l.attention || (shape.rule.memory === 'none' && l.headCount > 0));
   const vMax = Math.max(0, ...attention.map((l) => l.vWidth));
 
   // the embeddings: token rows, or the vector input (an input kept to the end: nothing reads it)
@@ -63,16 +65,17 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   if (shape.learnedPositions) inpL = g.op(inpL.bytes, [inpL, g.op(E * T * F32, [g.external, pos], act(E))], act(E), { inplace: true });
 
   // each cache (full, sliding-window) has its own inputs
+  const noCache = shape.rule.memory === 'none';
   const cacheInputs = (cells: number): CacheInputs => ({
     cells,
-    kIdx: g.input(T * I64, 'k_idxs'),
-    vIdx: g.input(r.flash ? T * I64 : T * vMax * I64, 'v_idxs'),
+    kIdx: noCache ? undefined : g.input(T * I64, 'k_idxs'),
+    vIdx: noCache ? undefined : g.input(r.flash ? T * I64 : T * vMax * I64, 'v_idxs'),
     mask: g.input(cells * T * (r.flash ? 2 : F32), 'kq_mask'),
     kRot: r.kRotation > 0 ? g.input(r.kRotation * r.kRotation * F32, 'k_rot') : undefined,
     vRot: r.vRotation > 0 ? g.input(r.vRotation * r.vRotation * F32, 'v_rot') : undefined,
   });
-  const full = attention.some((l) => !l.slidingWindow) ? cacheInputs(r.fullCells) : undefined;
-  const swa = attention.some((l) => l.slidingWindow) ? cacheInputs(r.swaCells) : undefined;
+  const full = attention.some((l) => !l.slidingWindow) ? cacheInputs(noCache ? T : r.fullCells) : undefined;
+  const swa = attention.some((l) => l.slidingWindow) ? cacheInputs(noCache ? T : r.swaCells) : undefined;
   const recurrent: RecurrentInputs | undefined = shape.layers.some((l) => l.recurrent) ? { stateCopy: g.input(r.sequences * I32, 'rs_s_copy') } : undefined;
   const outIds = g.input(O * I32, 'out_ids');
 
@@ -90,7 +93,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const mixer = shape.rule.mixer === 'gated-delta-net' ? gatedDeltaNetMixer : mamba2Mixer;
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
-    else if (layer.attention && inputs !== undefined) {
+    else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
       const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow);
       cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
     }
@@ -159,7 +162,7 @@ function attentionBlock(
     const rows = contiguous(t) ? g.view(t, 'rows') : g.op(t.bytes, [t], `${t.layout}-rows`);
     return g.view(g.op(t.bytes, [by, rows], `${t.layout}-rotated`), `${t.layout}-rotated-heads`);
   };
-  // expanded Q, V, K (Q, K, V with the sliding-window cache's build_attn)
+  // expanded Q, V, K (Q, K, V with the sliding-window cache's build_attn, and without a cache)
   // a gated query (Qwen 3.5): Q and its output gate from one projection; Q normed out of it, the
   // gate copied out only after attention, so the whole projection lives through attention
   const qFull = layer.gatedQuery ? g.op(2 * qWidth * T * F32, [g.external, x], 'q-gate') : undefined;
@@ -171,7 +174,7 @@ function attentionBlock(
   const kOf = () => rotate(rope(project(layer.kWidth, 'k')), inputs.kRot);
   let k: GraphTensor;
   let v: GraphTensor;
-  if (iswa) {
+  if (iswa || inputs.kIdx === undefined) {
     k = g.expand(kOf());
     v = g.expand(vOf());
   } else {
@@ -179,14 +182,30 @@ function attentionBlock(
     k = g.expand(kOf());
   }
 
+  const qHeads = g.view(q, 'q-permuted');
+  let out: GraphTensor;
+  if (inputs.kIdx === undefined || inputs.vIdx === undefined) {
+    // no cache: K and V as projected (f32), over the ubatch's own tokens
+    if (r.flash) {
+      const kHalf = g.op(layer.kWidth * T * 2, [g.view(k, 'k-permuted')], 'k-f16');
+      const vHalf = g.op(layer.vWidth * T * 2, [g.view(v, 'v-permuted')], 'v-f16');
+      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], 'fa'), `attn:${attnWidth}x${T}`);
+    } else {
+      const kq = g.op(T * T * layer.headCount * F32, [g.view(k, 'k-permuted'), qHeads], 'kq');
+      const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
+      const vT = g.op(layer.vWidth * T * F32, [g.view(v, 'v-transposed')], 'v-t');
+      const kqv = g.op(attnWidth * T * F32, [vT, softmax], 'kqv');
+      out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `attn:${attnWidth}x${T}`);
+    }
+    g.expand(out);
+    return g.op(x.bytes, [g.external, out], x.layout);
+  }
   // the cache writes (set_rows into views of the cache)
   g.expand(g.view(g.external, 'cache-k', 0, [g.view(k, 'k-rows'), inputs.kIdx]));
   // without flash attention V is written transposed: from contiguous rows (copied if need be)
   const vRows = r.flash || contiguous(v) ? g.view(v, 'v-rows') : g.op(v.bytes, [v], 'v-rows');
   g.expand(g.view(g.external, 'cache-v', 0, [vRows, inputs.vIdx]));
 
-  const qHeads = g.view(q, 'q-permuted');
-  let out: GraphTensor;
   if (r.flash) {
     const cells = inputs.cells * r.streams;
     const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [g.external], 'k-f16') : g.external;
