@@ -30,6 +30,8 @@ export interface ArchitectureRule {
   readonly noRope?: boolean;
   /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
   readonly ropeOnlySwa?: boolean;
+  /** The residual adds take the residual as their first source (LFM2), which decides what they reuse. */
+  readonly residualFirst?: boolean;
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
   readonly diffusion?: boolean;
   /** The routing weights scale each expert's input, not its output (Llama 4). */
@@ -37,7 +39,7 @@ export interface ArchitectureRule {
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
   readonly lateOutputRows?: boolean;
   /** The recurrent layers' mixer, where the replayed graph models it. */
-  readonly mixer?: 'mamba2' | 'gated-delta-net';
+  readonly mixer?: 'mamba2' | 'gated-delta-net' | 'short-conv';
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -122,8 +124,8 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
   'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
   // LFM2: every attention layer slides once the file names a window.
-  lfm2: { memory: 'hybrid', swa: 'all' },
-  lfm2moe: { memory: 'hybrid', swa: 'all' },
+  lfm2: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: true },
+  lfm2moe: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: true },
   'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
   nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true, lateOutputRows: true, mixer: 'mamba2' },
   nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true, mixer: 'mamba2' },

@@ -115,7 +115,9 @@ const QUANTIZED_CACHE = new Set(['q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1
 
 /** The worst-case ubatch llama.cpp reserves its graph for, in the terms transformer-graph needs. */
 export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): ReserveShape {
-  const attention = shape.layers.filter((l) => l.attention && l.headCountKv > 0);
+  // with sliding-window layers their cache takes its rotation from the full-context cache's layers
+  const withKv = shape.layers.filter((l) => l.attention && l.headCountKv > 0);
+  const attention = withKv.some((l) => l.slidingWindow) ? withKv.filter((l) => !l.slidingWindow) : withKv;
   // one head size across the cache's layers, a multiple of 64: a quantized cache is rotated
   const sameHead = (width: (l: LayerShape) => number): number => {
     const sizes = new Set(attention.map((l) => width(l) / l.headCountKv));

@@ -78,6 +78,8 @@ export interface ModelShape {
   readonly ssmInputWidth: number;
   readonly ssmInner: number;
   readonly ssm: SsmShape;
+  /** LFM2's short convolution: the conv's length (shortconv.l_cache; 0 without). */
+  readonly shortConvCache: number;
   /** MLA's latent rank (kv_lora_rank; 0 without MLA caches). */
   readonly kvLoraRank: number;
   /** Width of the MLA latent projection (attn_kv_a_mqa rows; 0 without one). */
@@ -290,6 +292,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
     ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
     ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
+    shortConvCache: scalar(meta, k('shortconv.l_cache')) ?? 0,
     ssm: {
       convKernel: scalar(meta, k('ssm.conv_kernel')) ?? 0,
       inner: scalar(meta, k('ssm.inner_size')) ?? 0,

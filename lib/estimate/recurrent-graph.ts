@@ -96,3 +96,18 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
   const gated = g.op(weighted.bytes, [weighted, g.op(z.bytes, [g.view(z, 'z4')], 'y')], 'y', { inplace: true });
   return g.op(x.bytes, [g.external, g.view(gated, 'y-rows')], x.layout);
 }
+
+/**
+ * LFM2's short convolution (build_shortconv_block): B, C and x from one projection, B*x through a
+ * causal conv over the cached history, times C, then the output projection.
+ */
+export function shortConvMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
+  const E = shape.embeddingLength;
+  const T = tokens;
+  const bcx = g.op(3 * E * T * F32, [g.external, x], 'bcx');
+  const bx = g.op(E * T * F32, [g.view(bcx, 'b'), g.view(bcx, 'x')], 'bx');
+  const joined = convInput(g, bx, E, shape.shortConvCache, T, sequences, inputs);
+  const conv = g.op(E * T * F32, [joined, g.external], `y:${E}x${T}`);
+  const y = g.op(conv.bytes, [g.view(bcx, 'c'), conv], `y:${E}x${T}`, { inplace: true });
+  return g.op(x.bytes, [g.external, y], x.layout);
+}

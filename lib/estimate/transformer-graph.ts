@@ -1,7 +1,7 @@
 import { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
-import { gatedDeltaNetMixer, mamba2Mixer, type RecurrentInputs } from './recurrent-graph.js';
+import { gatedDeltaNetMixer, mamba2Mixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -90,7 +90,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
     if (ffnOnly) cur = ffn(layer, normed, T);
     else if (layer.recurrent && recurrent !== undefined) {
-      const mixer = shape.rule.mixer === 'gated-delta-net' ? gatedDeltaNetMixer : mamba2Mixer;
+      const mixer = shape.rule.mixer === 'gated-delta-net' ? gatedDeltaNetMixer : shape.rule.mixer === 'short-conv' ? shortConvMixer : mamba2Mixer;
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
@@ -116,8 +116,10 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), inpSA], cur.layout, { inplace: true });
       inpL = g.op(cur.bytes, [sum, cur], cur.layout, { inplace: true });
     } else {
-      const ffnInp = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
-      inpL = g.op(cur.bytes, [ffn(layer, norm(g, ffnInp), n), ffnInp], cur.layout, { inplace: true });
+      const first = shape.rule.residualFirst === true;
+      const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
+      const out = ffn(layer, norm(g, ffnInp), n);
+      inpL = g.op(cur.bytes, first ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
     }
   }
   let out = norm(g, inpL);
