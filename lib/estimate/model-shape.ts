@@ -23,6 +23,8 @@ export interface LayerShape {
   readonly ffn: boolean;
   /** attn_q is twice the queries' width: the queries and an output gate (Qwen 3.5, Qwen3-Next). */
   readonly gatedQuery: boolean;
+  /** An attention layer's sigmoid output gate from its own projection (attn_gate rows; 0: none). */
+  readonly outputGateWidth: number;
 }
 
 /** A Mamba-2 style SSM's sizes (llama_hparams ssm_*; zeros without one). */
@@ -233,6 +235,7 @@ export function readModelShape(file: GgufFile): ModelShape {
       // a header written without tensors (a shape only) is taken to have every block
       ffn: names.size === 0 || has(il, 'ffn_down') || has(il, 'ffn_down_exps'),
       gatedQuery: (tensorRows.get(`blk.${il}.attn_q.weight`) ?? 0) === 2 * headCount * keyLength && headCount > 0,
+      outputGateWidth: attention && !recurrent ? tensorRows.get(`blk.${il}.attn_gate.weight`) ?? 0 : 0,
     });
   }
 

@@ -162,7 +162,7 @@ function attentionBlock(
   const rotate = (t: GraphTensor, by: GraphTensor | undefined) => {
     if (by === undefined) return t;
     const rows = contiguous(t) ? g.view(t, 'rows') : g.op(t.bytes, [t], `${t.layout}-rows`);
-    return g.view(g.op(t.bytes, [by, rows], `${t.layout}-rotated`), `${t.layout}-rotated-heads`);
+    return g.view(g.op(t.bytes, [by, rows], `${t.layout}-rotated`), t.layout);
   };
   // expanded Q, V, K (Q, K, V with the sliding-window cache's build_attn, and without a cache)
   // a gated query (Qwen 3.5): Q and its output gate from one projection; Q normed out of it, the
@@ -191,13 +191,13 @@ function attentionBlock(
     if (r.flash) {
       const kHalf = g.op(layer.kWidth * T * 2, [g.view(k, 'k-permuted')], 'k-f16');
       const vHalf = g.op(layer.vWidth * T * 2, [g.view(v, 'v-permuted')], 'v-f16');
-      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], 'fa'), `attn:${attnWidth}x${T}`);
+      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], 'fa'), `f32:${attnWidth}x${T}`);
     } else {
       const kq = g.op(T * T * layer.headCount * F32, [g.view(k, 'k-permuted'), qHeads], 'kq');
       const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
       const vT = g.op(layer.vWidth * T * F32, [g.view(v, 'v-transposed')], 'v-t');
       const kqv = g.op(attnWidth * T * F32, [vT, softmax], 'kqv');
-      out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `attn:${attnWidth}x${T}`);
+      out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `f32:${attnWidth}x${T}`);
     }
     g.expand(out);
     return g.op(x.bytes, [g.external, out], x.layout);
@@ -213,18 +213,24 @@ function attentionBlock(
     const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [g.external], 'k-f16') : g.external;
     const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [g.external], 'v-f16') : g.external;
     const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], 'fa');
-    out = g.view(fa, `attn:${attnWidth}x${T}`);
+    out = g.view(fa, `f32:${attnWidth}x${T}`);
   } else {
     const kq = g.op(inputs.cells * T * layer.headCount * F32, [g.external, qHeads], 'kq');
     const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
     const kqv = g.op(attnWidth * T * F32, [g.external, softmax], 'kqv');
-    out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `attn:${attnWidth}x${T}`);
+    out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `f32:${attnWidth}x${T}`);
   }
   g.expand(out);
   out = rotate(out, inputs.vRot);
+  if (layer.outputGateWidth > 0) {
+    // out times sigmoid(gate projection of the layer's input), before the output projection
+    const gate = g.op(layer.outputGateWidth * T * F32, [g.external, x], `f32:${layer.outputGateWidth}x${T}`);
+    const sigmoid = g.op(gate.bytes, [gate], gate.layout, { inplace: true });
+    out = g.op(out.bytes, [out, sigmoid], out.layout, { inplace: true });
+  }
   if (qFull !== undefined) {
-    const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `attn:${attnWidth}x${T}`);
-    out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `attn:${attnWidth}x${T}`, { inplace: true });
+    const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `f32:${attnWidth}x${T}`);
+    out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `f32:${attnWidth}x${T}`, { inplace: true });
   }
   return g.op(x.bytes, [g.external, out], x.layout);
 }
