@@ -28,8 +28,12 @@ export interface ArchitectureRule {
   readonly parallelFfn?: boolean;
   /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
   readonly noRope?: boolean;
+  /** Rope only at this block count, ALiBi otherwise (Baichuan: the 7B has rope, the 13B not). */
+  readonly ropeOnlyWithLayers?: number;
   /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
   readonly ropeOnlySwa?: boolean;
+  /** Norms after attention and after the FFN, none before (EXAONE 4, OLMo 2). */
+  readonly postNorm?: boolean;
   /** The residual adds take the residual as their first source (LFM2), which decides what they reuse. */
   readonly residualFirst?: boolean;
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
@@ -70,7 +74,7 @@ const DIFFUSION: ArchitectureRule = { memory: 'none', diffusion: true };
 
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
-  llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: KV,
+  llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: { memory: 'kv', ropeOnlyWithLayers: 32 },
   starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
   qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
@@ -92,7 +96,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true, ropeOnlySwa: true, lateOutputRows: true },
   afmoe: { memory: 'kv', swa: 4 },
   'exaone-moe': { memory: 'kv', swa: 4, swaDefaultWindow: 128 },
-  exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64 },
+  exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64, postNorm: true },
   granite_swa: { memory: 'kv', swa: 'array' },
   laguna: { memory: 'kv', swa: 4, swaDenseFirst: true },
   llama4: { memory: 'kv', swa: 4, chunked: true, swaDefaultWindow: 8192, moeWeightBeforeFfn: true },
@@ -100,7 +104,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   mellum: { memory: 'kv', swa: 4 },
   mimo2: { memory: 'kv', swa: 'array' },
   'muse-glimmer': { memory: 'kv', swa: 4 },
-  olmo2: { memory: 'kv', swa: 4 },
+  olmo2: { memory: 'kv', swa: 4, postNorm: true },
   'gpt-oss': { memory: 'kv', swa: 2, lateOutputRows: true },
   plamo3: { memory: 'kv', swa: 8 },
   smallthinker: { memory: 'kv', swa: 4, swaDenseFirst: true },

@@ -120,6 +120,14 @@ function maxOf(meta: Meta, key: string, layers: number): number {
   return max;
 }
 
+/** The dense FFN's width as its tensors have it (Qwen's header says twice that); 0 without them. */
+function denseFeedForward(file: GgufFile, kind: ModelShape['ffnKind']): number {
+  const rowsOf = (name: string) => file.tensors.filter((t) => new RegExp(`^blk\\.\\d+\\.${name}\\.weight$`).test(t.name)).map((t) => t.shape[1] ?? 0);
+  const rows = rowsOf(kind === 'gated' ? 'ffn_gate' : 'ffn_up');
+  if (rows.length === 0) return 0;
+  return kind === 'fused' ? Math.max(...rows) / 2 : Math.max(...rows);
+}
+
 function ffnKind(file: GgufFile, feedForward: number): ModelShape['ffnKind'] {
   if (file.tensors.some((t) => /^blk\.\d+\.ffn_gate\.weight$/.test(t.name))) return 'gated';
   const up = file.tensors.find((t) => /^blk\.\d+\.ffn_up\.weight$/.test(t.name));
@@ -276,7 +284,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     embeddingLength,
     vocabularySize,
     trainedContext: scalar(meta, k('context_length')),
-    feedForwardMax: maxOf(meta, k('feed_forward_length'), layerCount),
+    feedForwardMax: denseFeedForward(file, ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount))) || maxOf(meta, k('feed_forward_length'), layerCount),
     ffnKind: ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount)),
     learnedPositions: file.tensors.some((t) => t.name === 'position_embd.weight'),
     fusedQkv: file.tensors.some((t) => /^blk\.\d+\.attn_qkv\.weight$/.test(t.name)),

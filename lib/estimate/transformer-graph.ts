@@ -84,7 +84,8 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     layer.experts && shape.expertCount > 0 ? moeBlock(g, shape, x, n) : denseFfn(g, shape, x, n);
   for (const layer of shape.layers) {
     const inputs = layer.slidingWindow ? swa : full;
-    const normed = norm(g, inpL);
+    const post = shape.rule.postNorm === true;
+    const normed = post ? inpL : norm(g, inpL);
     let cur: GraphTensor;
     // Nemotron-H: a block is a mixer or an FFN, never both
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
@@ -94,11 +95,13 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
-      const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow);
+      const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow) &&
+        (shape.rule.ropeOnlyWithLayers === undefined || shape.rule.ropeOnlyWithLayers === shape.layerCount);
       cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
+    if (post) cur = norm(g, cur);
     let inpSA = inpL;
     let ffnIn = normed;
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
@@ -118,7 +121,8 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     } else {
       const first = shape.rule.residualFirst === true;
       const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
-      const out = ffn(layer, norm(g, ffnInp), n);
+      let out = ffn(layer, post ? ffnInp : norm(g, ffnInp), n);
+      if (post) out = norm(g, out);
       inpL = g.op(cur.bytes, first ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
     }
   }
