@@ -30,12 +30,18 @@ export interface ArchitectureRule {
   readonly noRope?: boolean;
   /** Rope only at this block count, ALiBi otherwise (Baichuan: the 7B has rope, the 13B not). */
   readonly ropeOnlyWithLayers?: number;
-  /** Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none). */
-  readonly ropeOnlySwa?: boolean;
+  /**
+   * Rope only on the sliding-window layers (Cohere 2: the full-attention layers have none), and on
+   * the leading dense blocks with 'and-leading-dense' (Cohere 2 MoE).
+   */
+  readonly ropeOnlySwa?: true | 'and-leading-dense';
   /** Norms after attention and after the FFN, none before (EXAONE 4, OLMo 2). */
   readonly postNorm?: boolean;
-  /** The residual adds take the residual as their first source (LFM2), which decides what they reuse. */
-  readonly residualFirst?: boolean;
+  /**
+   * The residual adds take the residual as their first source, which decides what they reuse:
+   * both adds (LFM2) or the FFN's only (Phi-3, OpenELM).
+   */
+  readonly residualFirst?: 'both' | 'ffn';
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
   readonly diffusion?: boolean;
   /** The routing weights scale each expert's input, not its output (Llama 4). */
@@ -78,13 +84,13 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
   qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
-  'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: KV, arctic: KV, deepseek: KV, deepseek2: KV,
+  'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: { memory: 'kv', residualFirst: 'ffn' }, arctic: KV, deepseek: KV, deepseek2: KV,
   'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: { memory: 'kv', noRope: true }, jais2: KV,
   nemotron: KV, exaone: KV, granite: KV, granitemoe: KV, graniteswitch: KV, chameleon: KV, plm: KV,
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
   'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: { memory: 'kv', lateOutputRows: true }, smollm3: KV, seed_oss: KV,
   grovemoe: KV, apertus: KV, 'minimax-m2': KV, cogvlm: KV, 'pangu-embedded': KV, mistral3: KV,
-  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: KV, qwen3tts: KV,
+  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: { memory: 'kv', residualFirst: 'ffn' }, qwen3tts: KV,
   'llama-embed': KV, hrm_text: KV, pockettts: KV,
   // Sliding-window (iSWA) layers.
   gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },
@@ -93,7 +99,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   gemma4: { memory: 'kv', swa: 'array', lateOutputRows: true },
   'gemma4-assistant': { memory: 'kv', swa: 'array' },
   cohere2: { memory: 'kv', swa: 4, parallelFfn: true, ropeOnlySwa: true },
-  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true, ropeOnlySwa: true, lateOutputRows: true },
+  cohere2moe: { memory: 'kv', swa: 4, swaDenseFirst: true, parallelFfn: true, ropeOnlySwa: 'and-leading-dense', lateOutputRows: true },
   afmoe: { memory: 'kv', swa: 4 },
   'exaone-moe': { memory: 'kv', swa: 4, swaDefaultWindow: 128 },
   exaone4: { memory: 'kv', swa: 4, swaDefaultWindow: 4096, swaOnlyWithLayers: 64, postNorm: true },
@@ -128,8 +134,8 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   qwen35moe: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
   'minimax-01': { memory: 'hybrid', fullAttentionInterval: 8 },
   // LFM2: every attention layer slides once the file names a window.
-  lfm2: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: true },
-  lfm2moe: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: true },
+  lfm2: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: 'both' },
+  lfm2moe: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: 'both' },
   'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
   nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true, lateOutputRows: true, mixer: 'mamba2' },
   nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true, mixer: 'mamba2' },

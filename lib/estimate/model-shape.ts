@@ -46,6 +46,8 @@ export interface ModelShape {
   readonly architecture: string;
   readonly rule: ArchitectureRule;
   readonly layerCount: number;
+  /** Blocks before the first mixture-of-experts block (leading_dense_block_count). */
+  readonly leadingDenseBlocks: number;
   readonly embeddingLength: number;
   readonly vocabularySize: number;
   readonly trainedContext: number | undefined;
@@ -281,6 +283,7 @@ export function readModelShape(file: GgufFile): ModelShape {
     architecture: arch,
     rule,
     layerCount,
+    leadingDenseBlocks: scalar(meta, k('leading_dense_block_count')) ?? 0,
     embeddingLength,
     vocabularySize,
     trainedContext: scalar(meta, k('context_length')),

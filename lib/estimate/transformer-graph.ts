@@ -95,7 +95,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
-      const roped = shape.rule.noRope !== true && (shape.rule.ropeOnlySwa !== true || layer.slidingWindow) &&
+      const ropeOnlySwa = shape.rule.ropeOnlySwa;
+      const roped = shape.rule.noRope !== true &&
+        (ropeOnlySwa === undefined || layer.slidingWindow || (ropeOnlySwa === 'and-leading-dense' && layer.index < shape.leadingDenseBlocks)) &&
         (shape.rule.ropeOnlyWithLayers === undefined || shape.rule.ropeOnlyWithLayers === shape.layerCount);
       cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
     }
@@ -119,11 +121,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), inpSA], cur.layout, { inplace: true });
       inpL = g.op(cur.bytes, [sum, cur], cur.layout, { inplace: true });
     } else {
-      const first = shape.rule.residualFirst === true;
+      const first = shape.rule.residualFirst === 'both';
+      const ffnFirst = shape.rule.residualFirst !== undefined;
       const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
       let out = ffn(layer, post ? ffnInp : norm(g, ffnInp), n);
       if (post) out = norm(g, out);
-      inpL = g.op(cur.bytes, first ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
+      inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
     }
   }
   let out = norm(g, inpL);

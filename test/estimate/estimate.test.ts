@@ -90,10 +90,10 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
       if (compute === row.compute) exact++;
       if (rel(compute, row.compute) <= 0.05) within5++;
     }
-    // measured: 230 of 286 rows exact, 285 within 5% (34 models)
+    // measured: 233 of 286 rows exact, 286 within 5% (34 models)
     expect(rowsReplayed).toBe(286);
-    expect(exact).toBeGreaterThanOrEqual(227);
-    expect(within5).toBeGreaterThanOrEqual(282);
+    expect(exact).toBeGreaterThanOrEqual(230);
+    expect(within5).toBeGreaterThanOrEqual(283);
   });
 
   it('without AVX2 nothing is repacked; with it, Q4_K matrices (not token_embd) are', () => {
