@@ -49,7 +49,7 @@ export interface ArchitectureRule {
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
   readonly lateOutputRows?: boolean;
   /** The recurrent layers' mixer, where the replayed graph models it. */
-  readonly mixer?: 'mamba2' | 'gated-delta-net' | 'short-conv';
+  readonly mixer?: 'mamba' | 'mamba2' | 'gated-delta-net' | 'short-conv';
   /** The window when the file names none (gemma2: 4096). */
   readonly swaDefaultWindow?: number;
   /** Sliding windows only apply at this block count (exaone4: 64-layer 32B). */
@@ -124,10 +124,10 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   dots3note: { memory: 'kv', indexer: 'dsa', swa: 'array' },
   'minimax-m3': { memory: 'kv', indexer: 'msa' },
   // Recurrent state.
-  mamba: RECURRENT, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
+  mamba: { memory: 'recurrent', mixer: 'mamba' }, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
   // Hybrids.
-  jamba: HYBRID, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
+  jamba: { memory: 'hybrid', mixer: 'mamba' }, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
   'kimi-k3': HYBRID,
   qwen3next: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
   qwen35: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },

@@ -39,6 +39,8 @@ export interface SsmShape {
   readonly inputWidth: number;
   /** A grouped RMS norm before the output projection (ssm_norm). */
   readonly norm: boolean;
+  /** Mamba 1: dt, B and C are RMS-normed (ssm.dt_b_c_rms or the three norm tensors). */
+  readonly dtBcNorm: boolean;
 }
 
 /** The hyperparameters a memory estimate needs, read from the header alone. */
@@ -315,6 +317,7 @@ export function readModelShape(file: GgufFile): ModelShape {
       heads: scalar(meta, k('ssm.time_step_rank')) ?? 0,
       inputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
       norm: file.tensors.some((t) => /^blk\.\d+\.ssm_norm\.weight$/.test(t.name)),
+      dtBcNorm: meta.get(k('ssm.dt_b_c_rms')) === true || file.tensors.some((t) => /^blk\.\d+\.ssm_dt_norm\.weight$/.test(t.name)),
     },
     attentionSoftcap: arch === 'grok',
     kvLoraRank: mla ? kvLoraRank : 0,

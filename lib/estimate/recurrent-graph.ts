@@ -111,3 +111,39 @@ export function shortConvMixer(g: ComputeGraph, shape: ModelShape, x: GraphTenso
   const y = g.op(conv.bytes, [g.view(bcx, 'c'), conv], `y:${E}x${T}`, { inplace: true });
   return g.op(x.bytes, [g.external, y], x.layout);
 }
+
+/**
+ * A Mamba (1) mixer (build_mamba_layer): x and z from one projection, the causal conv over the
+ * cached history, dt, B and C from x (dt projected up to the inner width), the selective scan,
+ * the skip, the gate and the output projection. With dt/B/C norms (Falcon-Mamba style) each is
+ * normed out of its view; otherwise dt is copied out.
+ */
+export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
+  const { convKernel, inner, state, heads: dtRank } = shape.ssm;
+  const T = tokens;
+  const xz = g.op(2 * inner * T * F32, [g.external, x], 'xz');
+  const joined = convInput(g, g.view(xz, 'x', inner * T * F32), inner, convKernel, T, sequences, inputs);
+  let xs = g.op(inner * T * F32, [joined, g.external], `y:${inner}x${T}`);
+  xs = g.op(xs.bytes, [xs, g.external], xs.layout, { inplace: true }); // bias
+  xs = g.op(xs.bytes, [xs], xs.layout, { inplace: true }); // silu
+  const xdb = g.op((dtRank + 2 * state) * T * F32, [g.external, xs], 'x_db');
+  let dtRows: GraphTensor;
+  let B: GraphTensor = g.view(xdb, 'B');
+  let C: GraphTensor = g.view(xdb, 'C');
+  if (shape.ssm.dtBcNorm) {
+    const normed = (v: GraphTensor, width: number) => g.op(width * T * F32, [g.op(width * T * F32, [v], `n${width}`), g.external], `n${width}`, { inplace: true });
+    dtRows = normed(g.view(xdb, 'dt'), dtRank);
+    B = normed(B, state);
+    C = normed(C, state);
+  } else {
+    dtRows = g.op(dtRank * T * F32, [g.view(xdb, 'dt')], 'dt');
+  }
+  let dt = g.op(inner * T * F32, [g.external, dtRows], 'dt-up');
+  dt = g.op(dt.bytes, [dt, g.external], dt.layout, { inplace: true });
+  const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.external, g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
+  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states'), g.external]));
+  const skip = g.op(inner * T * F32, [xs, g.external], `y:${inner}x${T}`);
+  const y = g.op(skip.bytes, [g.view(scan, 'y'), skip], `y:${inner}x${T}`, { inplace: true });
+  const gated = g.op(inner * T * F32, [g.op(inner * T * F32, [g.view(xz, 'z', inner * T * F32)], 'z'), y], `y:${inner}x${T}`);
+  return g.op(x.bytes, [g.external, gated], x.layout);
+}

@@ -1,7 +1,7 @@
 import { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
-import { gatedDeltaNetMixer, mamba2Mixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
+import { gatedDeltaNetMixer, mamba2Mixer, mambaMixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -91,7 +91,8 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
     if (ffnOnly) cur = ffn(layer, normed, T);
     else if (layer.recurrent && recurrent !== undefined) {
-      const mixer = shape.rule.mixer === 'gated-delta-net' ? gatedDeltaNetMixer : shape.rule.mixer === 'short-conv' ? shortConvMixer : mamba2Mixer;
+      const mixers = { mamba: mambaMixer, mamba2: mamba2Mixer, 'gated-delta-net': gatedDeltaNetMixer, 'short-conv': shortConvMixer } as const;
+      const mixer = mixers[shape.rule.mixer ?? 'mamba2'];
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
