@@ -37,6 +37,15 @@ export class ComputeGraph {
     return this.make({ bytes, srcs: [src, ...extraSrcs], viewOf: root, layout });
   }
 
+  /**
+   * ggml_set_rows into a tensor of the buffer: a view of dest that reads the rows and their
+   * indexes before dest (the order ggml lists its sources, which decides the walk's order).
+   */
+  setRows(dest: GraphTensor, rows: GraphTensor, indexes: GraphTensor, layout: string): GraphTensor {
+    const root = dest.viewOf ?? dest;
+    return this.make({ bytes: dest.bytes, srcs: [rows, indexes, dest], viewOf: root, layout });
+  }
+
   /** ggml_build_forward_expand: t and every source not yet in the graph, sources first. */
   expand(t: GraphTensor): GraphTensor {
     // iterative depth-first walk (graphs of thousands of nodes)

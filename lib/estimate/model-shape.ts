@@ -80,6 +80,10 @@ export interface ModelShape {
   /** Sparse-attention indexer heads and key length (0 without an indexer). */
   readonly indexerHeads: number;
   readonly indexerKeyLength: number;
+  /** Cells (DSA) or position blocks (MSA) the indexer keeps per query (attention.indexer.top_k). */
+  readonly indexerTopK: number;
+  /** MSA's position block (attention.indexer.block_size). */
+  readonly indexerBlockSize: number;
   /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
   readonly ssmInputWidth: number;
   readonly ssmInner: number;
@@ -92,6 +96,27 @@ export interface ModelShape {
   readonly latentWidth: number;
   /** Attention scores are soft-capped, which keeps llama.cpp off flash attention (Grok). */
   readonly attentionSoftcap: boolean;
+  /** MLA weights (attn_kv_a_mqa): the sizes its attention graph needs, absorbed into a latent cache or not. */
+  readonly mla: MlaShape | undefined;
+  /** Experts are chosen on probabilities plus a learned bias (exp_probs_b). */
+  readonly expertProbsBias: boolean;
+  /** The routing weights are normalised to sum 1 (expert_weights_norm), then scaled (expert_weights_scale, 0 or 1: not). */
+  readonly expertWeightsNorm: boolean;
+  readonly expertWeightsScale: number;
+}
+
+/** Multi-head latent attention (DeepSeek V2/V3 and kin, MiniCPM3). */
+export interface MlaShape {
+  /** The latent cache (key_length_mla set): attention over it as one KV head; else K and V are decompressed per head into a plain cache. */
+  readonly absorbed: boolean;
+  /** Latent K/V rank (kv_lora_rank) and the rope part kept beside it per token (rope.dimension_count). */
+  readonly kvLoraRank: number;
+  readonly rope: number;
+  /** Q's own low-rank projection (q_lora_rank; 0: Q projected directly). */
+  readonly qLoraRank: number;
+  /** Per-head K and V sizes as decompressed (key_length_mla and value_length_mla, or key_length and value_length). */
+  readonly headK: number;
+  readonly headV: number;
 }
 
 type Meta = GgufFile['metadata'];
@@ -306,6 +331,8 @@ export function readModelShape(file: GgufFile): ModelShape {
     expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
+    indexerTopK: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.top_k')) ?? 0,
+    indexerBlockSize: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.block_size')) ?? 0,
     ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
     ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
     shortConvCache: scalar(meta, k('shortconv.l_cache')) ?? 0,
@@ -322,5 +349,18 @@ export function readModelShape(file: GgufFile): ModelShape {
     attentionSoftcap: arch === 'grok',
     kvLoraRank: mla ? kvLoraRank : 0,
     latentWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    mla: kvLoraRank > 0 && file.tensors.some((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name))
+      ? {
+        absorbed: mla,
+        kvLoraRank,
+        rope: scalar(meta, k('rope.dimension_count')) ?? 0,
+        qLoraRank: file.tensors.some((t) => /^blk\.\d+\.attn_q_a\.weight$/.test(t.name)) ? scalar(meta, k('attention.q_lora_rank')) ?? 0 : 0,
+        headK: (mla ? scalar(meta, k('attention.key_length_mla')) : scalar(meta, k('attention.key_length'))) ?? 0,
+        headV: (mla ? scalar(meta, k('attention.value_length_mla')) : scalar(meta, k('attention.value_length'))) ?? 0,
+      }
+      : undefined,
+    expertProbsBias: file.tensors.some((t) => /^blk\.\d+\.exp_probs_b\.bias$/.test(t.name)),
+    expertWeightsNorm: (scalar(meta, k('expert_weights_norm')) ?? 0) !== 0,
+    expertWeightsScale: scalar(meta, k('expert_weights_scale')) ?? 0,
   };
 }
