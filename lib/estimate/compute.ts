@@ -2,6 +2,7 @@ import type { LayerShape, ModelShape } from './model-shape.js';
 import { transformerGraph, type ReserveShape } from './transformer-graph.js';
 import type { ResolvedOptions } from './options.js';
 import type { KvCacheEstimate } from './kv-cache.js';
+import { mlaDecompressedModelled, mlaModelled } from './mla-graph.js';
 
 const F32 = 4;
 
@@ -32,10 +33,15 @@ export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv:
 
 /**
  * The families whose graph transformer-graph writes out: attention with a plain KV cache (full
- * and sliding-window layers), dense or mixture-of-experts FFN. MLA, sparse indexers, recurrent
- * layers and models without memory still go by their largest moments below.
+ * and sliding-window layers), MLA (mla-graph.ts: the latent cache, with DeepSeek's DSA indexer or
+ * not, or MLA weights over a plain cache), MiniMax-M3's MSA (msa-graph.ts), dense or
+ * mixture-of-experts FFN, and the recurrent mixers and models without memory below. The others
+ * (QSA, MLA in hybrids, unchecked MLA architectures) go by their largest moments below.
  */
 export function graphModelled(shape: ModelShape): boolean {
+  // MLA (the latent cache, with or without a DSA indexer, or its weights over a plain cache) and MiniMax-M3's MSA
+  if (shape.rule.memory === 'kv' && (mlaModelled(shape) || mlaDecompressedModelled(shape))) return true;
+  if (shape.rule.memory === 'kv' && shape.architecture === 'minimax-m3') return true;
   if (shape.rule.indexer !== undefined || shape.kvLoraRank > 0 || shape.latentWidth > 0) return false;
   return shape.rule.memory === 'kv' || shape.rule.mixer !== undefined || shape.rule.diffusion === true;
 }
@@ -143,6 +149,7 @@ export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: Kv
     flash: options.flashAttention && !shape.attentionSoftcap,
     kF32: options.typeK === 'f32',
     vF32: options.typeV === 'f32',
+    typeK: options.typeK,
     kRotation,
     vRotation: headV > 0 ? 64 : 0,
   };

@@ -2,6 +2,8 @@ import { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
 import { gatedDeltaNetMixer, mamba2Mixer, mambaMixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
+import { mlaAttention, mlaCacheInputs, mlaDecompressedModelled, mlaDecompressedQkv, mlaModelled } from './mla-graph.js';
+import { msaAttention, msaEnabled, msaInputs } from './msa-graph.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -23,6 +25,8 @@ export interface ReserveShape {
   /** The K and V caches are f32 (flash attention then reads them through f16 copies). */
   readonly kF32: boolean;
   readonly vF32: boolean;
+  /** The K cache's type (MLA without flash attention copies its latent part out). */
+  readonly typeK: string;
   /** Sides of the Hadamard rotations applied around a quantized K or V cache (0: none). */
   readonly kRotation: number;
   readonly vRotation: number;
@@ -78,6 +82,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   const swa = attention.some((l) => l.slidingWindow) ? cacheInputs(noCache ? T : r.swaCells) : undefined;
   const recurrent: RecurrentInputs | undefined = shape.layers.some((l) => l.recurrent) ? { stateCopy: g.input(r.sequences * I32, 'rs_s_copy') } : undefined;
   const outIds = g.input(O * I32, 'out_ids');
+  // MLA caches (K only), the full one with the DSA indexer's when the model has one
+  const mla = mlaModelled(shape);
+  const mlaFull = mla && full !== undefined ? mlaCacheInputs(g, shape, r, r.fullCells, shape.rule.indexer === 'dsa') : undefined;
+  const mlaSwa = mla && swa !== undefined ? mlaCacheInputs(g, shape, r, r.swaCells, false) : undefined;
+  // MiniMax-M3's sparse layers: inputs they share
+  const msa = full !== undefined && msaEnabled(shape, r, r.sequences) ? msaInputs(g, shape, r, full.mask, full.cells) : undefined;
 
   const last = shape.layers.length - 1;
   const ffn = (layer: LayerShape, x: GraphTensor, n: number) =>
@@ -95,12 +105,19 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const mixer = mixers[shape.rule.mixer ?? 'mamba2'];
       cur = mixer(g, shape, normed, T, r.sequences, recurrent);
     }
+    else if (layer.attention && (layer.slidingWindow ? mlaSwa : mlaFull) !== undefined) {
+      cur = mlaAttention(g, shape, layer, normed, pos, (layer.slidingWindow ? mlaSwa : mlaFull)!, r);
+    }
+    else if (layer.attention && msa !== undefined && layer.indexerWidth > 0 && inputs?.kIdx !== undefined && inputs.vIdx !== undefined) {
+      cur = msaAttention(g, shape, layer, normed, pos, { ...inputs, kIdx: inputs.kIdx, vIdx: inputs.vIdx }, msa, r);
+    }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
       const ropeOnlySwa = shape.rule.ropeOnlySwa;
       const roped = shape.rule.noRope !== true &&
         (ropeOnlySwa === undefined || layer.slidingWindow || (ropeOnlySwa === 'and-leading-dense' && layer.index < shape.leadingDenseBlocks)) &&
         (shape.rule.ropeOnlyWithLayers === undefined || shape.rule.ropeOnlyWithLayers === shape.layerCount);
-      cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined);
+      cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
+        mlaDecompressedModelled(shape) ? mlaDecompressedQkv(g, shape, layer, normed, pos, r) : undefined);
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
@@ -151,6 +168,8 @@ function attentionBlock(
   r: ReserveShape,
   fusedQkv: boolean,
   iswa: boolean,
+  /** Q, K and V as the architecture makes them (roped), instead of this block's projections. */
+  projected?: { readonly q: GraphTensor; readonly k: GraphTensor; readonly v: GraphTensor },
 ): GraphTensor {
   const T = r.tokens;
   const headK = layer.headCountKv > 0 ? layer.kWidth / layer.headCountKv : 0;
@@ -179,9 +198,9 @@ function attentionBlock(
   const qProjected = qFull !== undefined
     ? g.op(qWidth * T * F32, [g.op(qWidth * T * F32, [g.view(qFull, 'q', qWidth * T * F32)], `q:${qWidth}x${T}`), g.external], `q:${qWidth}x${T}`, { inplace: true })
     : project(qWidth, 'q');
-  const q = g.expand(rotate(qFull !== undefined && pos !== undefined ? g.op(qProjected.bytes, [qProjected, pos], qProjected.layout, { inplace: true }) : rope(qProjected), inputs.kRot));
-  const vOf = () => rotate(project(layer.vWidth, 'v'), inputs.vRot);
-  const kOf = () => rotate(rope(project(layer.kWidth, 'k')), inputs.kRot);
+  const q = g.expand(rotate(projected?.q ?? (qFull !== undefined && pos !== undefined ? g.op(qProjected.bytes, [qProjected, pos], qProjected.layout, { inplace: true }) : rope(qProjected)), inputs.kRot));
+  const vOf = () => rotate(projected?.v ?? project(layer.vWidth, 'v'), inputs.vRot);
+  const kOf = () => rotate(projected?.k ?? rope(project(layer.kWidth, 'k')), inputs.kRot);
   let k: GraphTensor;
   let v: GraphTensor;
   if (iswa || inputs.kIdx === undefined) {
@@ -275,9 +294,18 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   const E = shape.embeddingLength;
   const logits = g.op(n * T * F32, [g.external, x], `f32:${n}x${T}`);
   const probs = g.op(logits.bytes, [logits], `f32:${n}x${T}`, { inplace: true });
-  const topk = g.view(g.op(n * T * I32, [probs], `i32:${n}x${T}`), 'topk', used * T * I32);
+  // experts chosen on the probabilities, plus a learned bias when the model has one (exp_probs_b)
+  const selection = shape.expertProbsBias ? g.op(probs.bytes, [probs, g.external], probs.layout, { inplace: true }) : probs;
+  const topk = g.view(g.op(n * T * I32, [selection], `i32:${n}x${T}`), 'topk', used * T * I32);
+  let chosen = g.op(used * T * F32, [g.view(probs, 'probs3'), topk], `w:${used}x${T}`);
+  if (shape.expertWeightsNorm) {
+    // divided by their sum (clamped in place)
+    const sum = g.op(T * F32, [g.view(chosen, 'w2')], `f32:1x${T}`);
+    chosen = g.op(chosen.bytes, [g.view(chosen, 'w2'), g.op(sum.bytes, [sum], sum.layout, { inplace: true })], `w2:${used}x${T}`);
+  }
+  if (shape.expertWeightsScale !== 0 && shape.expertWeightsScale !== 1) chosen = g.op(chosen.bytes, [chosen], chosen.layout, { inplace: true });
   // the routing weights are expanded early (llama.cpp does, for its fused top-k)
-  const weights = g.expand(g.op(used * T * F32, [g.view(probs, 'probs3'), topk], `w:${used}x${T}`));
+  const weights = g.expand(chosen);
   let x3 = g.view(x, 'x3');
   if (shape.rule.moeWeightBeforeFfn === true) {
     // the input repeated per used expert and scaled by its weight

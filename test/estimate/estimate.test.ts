@@ -90,8 +90,8 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
       if (compute === row.compute) exact++;
       if (rel(compute, row.compute) <= 0.05) within5++;
     }
-    // measured: 233 of 286 rows exact, 286 within 5% (34 models)
-    expect(rowsReplayed).toBe(286);
+    // measured: 281 of 334 rows exact, 334 within 5% (40 models: the MLA, DSA and MSA ones too)
+    expect(rowsReplayed).toBe(334);
     expect(exact).toBeGreaterThanOrEqual(230);
     expect(within5).toBeGreaterThanOrEqual(283);
   });
