@@ -3,28 +3,13 @@ import { transformerGraph, type ReserveShape } from './transformer-graph.js';
 import type { ResolvedOptions } from './options.js';
 import type { KvCacheEstimate } from './kv-cache.js';
 import { mlaDecompressedModelled, mlaModelled } from './mla-graph.js';
-
-const F32 = 4;
+import { estimateFromMoments } from './compute-moments.js';
 
 /**
- * The compute (scratch) buffer: for the families transformer-graph models, ggml's allocator
- * replayed over llama.cpp's graph (graph-allocator.ts); for the others, as follows.
- *
- * ggml's graph allocator reuses memory, so the buffer is the peak
- * of what is alive at once while llama.cpp's worst-case graph (one ubatch against the whole
- * cache) runs. Per token of the ubatch, the largest of these moments:
- * - a layer's attention: its scores, n_kv x n_head in f32 (none with flash attention), beside the
- *   layer's activations (residual stream, its norm, Q, K, V and the output: 4 n_embd + q + k + v)
- *   and the masks (n_kv cells, f32, or f16 with flash attention; one per cache, full and
- *   sliding-window, each freed after the last layer reading it);
- * - a mixture-of-experts layer: the activations plus gate and up rows for each used expert,
- *   beside the masks later layers still need;
- * - the sparse-attention indexer (DSA, MSA, QSA): its scores over the cache and queries;
- * - an SSM scan (Mamba): the input projection and the inner activations;
- * - the output, after every mask is freed: logits (the reserve asks one output per token) beside
- *   two hidden rows.
- * Constants marked "fitted" come from llama.cpp's own figures, not from reading its graph; see
- * docs/api.md for the error per family. Not exact.
+ * The compute (scratch) buffer llama.cpp reserves: ggml's graph allocator replayed
+ * (graph-allocator.ts) over the worst-case graph as llama.cpp builds it (transformer-graph.ts and
+ * the mixers it dispatches to); architectures whose graph is not written out yet go by their
+ * largest moments (compute-moments.ts).
  */
 export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   if (graphModelled(shape)) return transformerGraph(shape, reserveShape(shape, options, kv)).allocate();
@@ -46,76 +31,6 @@ export function graphModelled(shape: ModelShape): boolean {
   return shape.rule.memory === 'kv' || shape.rule.mixer !== undefined || shape.rule.diffusion === true;
 }
 
-function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
-  // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
-  const tokens = Math.min(options.ubatchSize, options.contextSize);
-  const flash = options.flashAttention && !shape.attentionSoftcap;
-  const maskElement = flash ? 2 : 4;
-  const embd = shape.embeddingLength;
-  const attention = shape.layers.filter((l) => l.attention);
-  // models without memory (encoders, diffusion) attend within the ubatch
-  const noMemory = shape.rule.memory === 'none';
-  const fullCells = noMemory ? tokens : attention.some((l) => !l.slidingWindow) ? kv.cells : 0;
-  const swaCells = attention.some((l) => l.slidingWindow) ? kv.swaCells : 0;
-
-  // One mask per cache (full, sliding-window), freed after the last layer that reads it.
-  const layers = noMemory ? shape.layers.filter((l) => l.headCount > 0) : attention;
-  const lastFull = Math.max(-1, ...layers.filter((l) => !l.slidingWindow).map((l) => l.index));
-  const lastSwa = Math.max(-1, ...layers.filter((l) => l.slidingWindow).map((l) => l.index));
-  const streams = options.unifiedKv ? 1 : options.sequences;
-  const masksFrom = (il: number) => ((il <= lastFull ? fullCells : 0) + (il <= lastSwa ? swaCells : 0)) * maskElement;
-
-  let activations = F32 * 4 * embd;
-  if (layers.length > 0) {
-    const widest = layers.reduce((a, b) => (a.kWidth + a.vWidth >= b.kWidth + b.vWidth ? a : b));
-    const headK = widest.headCountKv > 0 ? widest.kWidth / widest.headCountKv : 0;
-    activations += F32 * (widest.headCount * headK + widest.kWidth + widest.vWidth);
-    // MLA under flash attention: the latent K (and rope part) copied out for the kernel
-    if (flash) activations += F32 * shape.latentWidth;
-  }
-  const indexerLayers = shape.layers.filter((l) => l.indexerWidth > 0).length;
-  const expertMoment = activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward;
-  const indexerQueries = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
-  const ssmMoment = F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner); // fitted
-
-  let peak = F32 * (shape.vocabularySize + 2 * embd); // the output: after every mask is freed
-  for (const layer of shape.layers) {
-    const il = layer.index;
-    if (layers.includes(layer)) {
-      const cells = layer.slidingWindow ? swaCells : fullCells;
-      let scores = flash ? 0 : cells * layer.headCount * F32;
-      // absorbed MLA (no V cache) without flash attention: the latent K viewed as V, copied in f16
-      if (!flash && layer.vWidth === 0) scores += cells * 2;
-      // the indexers' scores over the cache (fitted)
-      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
-      if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (6 + 10 / streams);
-      if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
-      // flash attention reads an f32 K or V cache through an f16 copy of the whole view
-      if (flash) {
-        if (options.typeK === 'f32') scores += (cells * streams * layer.kWidth * 2) / tokens;
-        if (options.typeV === 'f32' && layer.vWidth > 0) scores += (cells * streams * layer.vWidth * 2) / tokens;
-      }
-      // absorbed MLA without flash attention: the latent V taken out of the cache (f16, all
-      // streams) and made contiguous for one stream, whatever the ubatch (fitted to llama.cpp's figures)
-      if (!flash && layer.vWidth === 0 && shape.kvLoraRank > 0) {
-        const latent = shape.kvLoraRank * 2 * (cells * streams + cells);
-        peak = Math.max(peak, masksFrom(il) + latent / tokens + activations);
-      }
-      const queries = layer.indexerWidth > 0 && shape.rule.indexer === 'dsa' ? indexerQueries : 0;
-      peak = Math.max(peak, masksFrom(il) + scores + activations + queries);
-      // DSA at long contexts: the indexer's top-k selection over all cells outgrows its queries
-      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) {
-        const reused = indexerLayers > 1 ? 4 : 0; // the top-k indices kept for the next layer
-        peak = Math.max(peak, masksFrom(il) + cells * ((flash ? 15 : 17 + 4 * layer.headCount) + reused) + activations);
-      }
-    }
-    if (layer.experts && shape.expertCount > 0) peak = Math.max(peak, masksFrom(il + 1) + expertMoment);
-    if (layer.recurrent && shape.ssmInputWidth > 0) peak = Math.max(peak, masksFrom(il + 1) + ssmMoment);
-  }
-  // a recurrent layer's state is copied out whole for every sequence
-  const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 * options.sequences : 0;
-  return Math.round(tokens * peak + state);
-}
 
 const QUANTIZED_CACHE = new Set(['q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1']);
 
