@@ -127,7 +127,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   mamba: { memory: 'recurrent', mixer: 'mamba' }, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
   // Hybrids.
-  jamba: { memory: 'hybrid', mixer: 'mamba' }, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
+  jamba: { memory: 'hybrid', mixer: 'mamba', noRope: true }, plamo2: HYBRID, granitehybrid: { memory: 'hybrid', mixer: 'mamba2' }, 'kimi-linear': HYBRID, bailingmoe3: { memory: 'hybrid', lateOutputRows: true },
   'kimi-k3': HYBRID,
   qwen3next: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
   qwen35: { memory: 'hybrid', fullAttentionInterval: 4, lateOutputRows: true, mixer: 'gated-delta-net' },
@@ -137,8 +137,8 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   lfm2: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: 'both' },
   lfm2moe: { memory: 'hybrid', swa: 'all', mixer: 'short-conv', residualFirst: 'both' },
   'falcon-h1': { memory: 'hybrid', allLayersBoth: true },
-  nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true, lateOutputRows: true, mixer: 'mamba2' },
-  nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true, mixer: 'mamba2' },
+  nemotron_h: { memory: 'hybrid', attentionWhereNoFfn: true, lateOutputRows: true, mixer: 'mamba2', noRope: true },
+  nemotron_h_moe: { memory: 'hybrid', attentionWhereNoFfn: true, mixer: 'mamba2', noRope: true },
   qwen4exp: { memory: 'hybrid', indexer: 'qsa', fullAttentionInterval: 4 },
   // No memory: encoders and diffusion models.
   bert: NONE, 'jina-bert-v2': NONE, 'jina-bert-v3': NONE, 'nomic-bert': NONE, 'nomic-bert-moe': NONE,

@@ -94,7 +94,8 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
   const weighted = g.op(normed.bytes, [normed, g.external], 'y', { inplace: true });
   const z = g.op(inner * T * F32, [g.external, x], 'z');
   const gated = g.op(weighted.bytes, [weighted, g.op(z.bytes, [g.view(z, 'z4')], 'y')], 'y', { inplace: true });
-  return g.op(x.bytes, [g.external, g.view(gated, 'y-rows')], x.layout);
+  // returned reshaped: a view, which the residual add cannot take over
+  return g.view(g.op(x.bytes, [g.external, g.view(gated, 'y-rows')], 'gdn-out'), x.layout);
 }
 
 /**
@@ -142,8 +143,10 @@ export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, t
   dt = g.op(dt.bytes, [dt, g.external], dt.layout, { inplace: true });
   const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.external, g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states'), g.external]));
-  const skip = g.op(inner * T * F32, [xs, g.external], `y:${inner}x${T}`);
-  const y = g.op(skip.bytes, [g.view(scan, 'y'), skip], `y:${inner}x${T}`, { inplace: true });
+  // the skip x * D: in place over x, whose scan and projection have read it by then
+  const skip = g.op(inner * T * F32, [xs, g.external], xs.layout, { inplace: true });
+  const y = g.op(skip.bytes, [g.view(scan, 'y'), skip], xs.layout, { inplace: true });
   const gated = g.op(inner * T * F32, [g.op(inner * T * F32, [g.view(xz, 'z', inner * T * F32)], 'z'), y], `y:${inner}x${T}`);
-  return g.op(x.bytes, [g.external, gated], x.layout);
+  // returned reshaped: a view, which the residual add cannot take over (it takes the residual)
+  return g.view(g.op(x.bytes, [g.external, gated], 'mamba-out'), x.layout);
 }

@@ -88,10 +88,10 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
       if (compute === row.compute) exact++;
       if (rel(compute, row.compute) <= 0.05) within5++;
     }
-    // measured: 281 of 334 rows exact, 334 within 5% (40 models: the MLA, DSA and MSA ones too)
+    // measured: 289 of 334 rows exact, 334 within 5% (40 models)
     expect(rowsReplayed).toBe(334);
-    expect(exact).toBeGreaterThanOrEqual(230);
-    expect(within5).toBeGreaterThanOrEqual(283);
+    expect(exact).toBeGreaterThanOrEqual(286);
+    expect(within5).toBeGreaterThanOrEqual(331);
   });
 
   it('without AVX2 nothing is repacked; with it, Q4_K matrices (not token_embd) are', () => {
