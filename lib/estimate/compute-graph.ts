@@ -14,7 +14,7 @@ export class ComputeGraph {
   readonly external: GraphTensor = this.make({ bytes: 0, srcs: [], external: true, layout: 'external' });
 
   private make(t: Omit<GraphTensor, 'id'>): GraphTensor {
-    return { ...t, id: this.nextId++ };
+    return Object.assign(t, { id: this.nextId++ });
   }
 
   /** An input set before the graph runs (token ids, positions, masks, cache row indexes). */

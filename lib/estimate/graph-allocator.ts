@@ -101,12 +101,13 @@ export function allocateGraph(
   observe?: (event: 'alloc' | 'free', tensor: GraphTensor, offset: number) => void,
 ): number {
   const heap = new DynamicAllocator();
-  const state = new Map<GraphTensor, State>();
+  // per tensor, by id (ids are small and dense: one graph's tensors)
+  const states: (State | undefined)[] = [];
   const get = (t: GraphTensor): State => {
-    let s = state.get(t);
+    let s = states[t.id];
     if (s === undefined) {
       s = { children: 0, views: 0, allocated: false, offset: 0 };
-      state.set(t, s);
+      states[t.id] = s;
     }
     return s;
   };

@@ -166,6 +166,18 @@ function ffnKind(file: GgufFile, feedForward: number): ModelShape['ffnKind'] {
 
 /** Reads the model's shape, or UNSUPPORTED_ARCHITECTURE for an architecture llama.cpp v0.5.0 lacks. */
 export function readModelShape(file: GgufFile): ModelShape {
+  // a header does not change under an open GgufFile: read its shape once
+  let shape = shapes.get(file);
+  if (shape === undefined) {
+    shape = readShape(file);
+    shapes.set(file, shape);
+  }
+  return shape;
+}
+
+const shapes = new WeakMap<GgufFile, ModelShape>();
+
+function readShape(file: GgufFile): ModelShape {
   const meta = file.metadata;
   const arch = meta.getString('general.architecture');
   if (arch === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', 'the file names no general.architecture', 0);

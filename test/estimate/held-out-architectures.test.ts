@@ -3,8 +3,11 @@
 // embedding 256, 4 heads and 2 KV heads of 64, FFN 512, 512 tokens. The figures are what
 // llama.cpp v0.5.0 itself reported for the same headers (no_alloc, llama_get_memory_breakdown)
 // on its CPU backend; the estimate reads only the header.
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeGguf, estimateMemory, parseGguf, type EstimateOptions } from '../../lib/index.js';
+import { encodeGguf, estimateMemory, openGguf, parseGguf, writeGgufFile, type EstimateOptions } from '../../lib/index.js';
+import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const E = 256, H = 4, KV = 2, D = 64, FF = 512, V = 512;
 
@@ -157,6 +160,46 @@ describe('estimateMemory on architectures the recorded set does not have (held o
         expect(e.kvCache, what).toBe(kvCache);
         expect(Math.abs(e.compute - compute!) / compute!, what).toBeLessThanOrEqual(0.005);
       });
+    });
+  }
+});
+
+// Real model shapes at full size (scripts/model-shapes.ts: Q4_K/Q6_K matrices, the files sparse),
+// on the AMX machine the figures were taken on: weights (and the part llama.cpp re-lays out for
+// AMX or repacks), KV cache and compute buffer, to the byte.
+describe('estimateMemory on real model shapes (held out)', () => {
+  const dir = tempDir('gguf-mmap-estimate-shapes-');
+  const AMX_CPU = ['avx2', 'avx512f', 'avx512_vnni', 'amx_int8'];
+  const SHAPE_SETTINGS: readonly EstimateOptions[] = [
+    { contextSize: 32768, ubatchSize: 512, sequences: 4, unifiedKv: false, flashAttention: true },
+    { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: true },
+    { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: false },
+    { contextSize: 131072, ubatchSize: 512, sequences: 1, unifiedKv: true, typeK: 'q8_0', typeV: 'q8_0', flashAttention: true },
+    { contextSize: 8192, ubatchSize: 2048, sequences: 2, unifiedKv: true, flashAttention: true },
+    { contextSize: 16384, ubatchSize: 256, sequences: 3, unifiedKv: false, typeK: 'q4_0', typeV: 'q4_0', flashAttention: true },
+    { contextSize: 1000, ubatchSize: 64, sequences: 1, unifiedKv: true, typeK: 'f32', typeV: 'f32', flashAttention: false },
+  ];
+  // [weights, of them AMX or repacked, KV cache, compute] per setting, from llama.cpp v0.5.0
+  const FIGURES: Record<string, number[][]> = {
+    llama: [[5385453568, 4953448448, 4294967296, 279447552], [5385453568, 4953448448, 536870912, 279447552], [5385453568, 4953448448, 536870912, 322971648], [5385453568, 4953448448, 9126805504, 287836160], [5385453568, 4953448448, 1073741824, 1117790208], [5385453568, 4953448448, 622854144, 139756576], [5385453568, 4953448448, 268435456, 34930944]],
+    qwen3moe: [[19896504320, 11662841856, 3221225472, 319555584], [19896504320, 11662841856, 402653184, 319555584], [19896504320, 11662841856, 402653184, 319555584], [19896504320, 11662841856, 6845104128, 319555584], [19896504320, 11662841856, 805306368, 1278222336], [19896504320, 11662841856, 467140608, 159794208], [19896504320, 11662841856, 201326592, 39944448]],
+    gemma3: [[19018356992, 17856601728, 5301600256, 559024128], [19018356992, 17856601728, 989855744, 559024128], [19018356992, 17856601728, 989855744, 559024128], [19018356992, 17856601728, 6051856384, 559024128], [19018356992, 17856601728, 2415919104, 2280136704], [19018356992, 17856601728, 849346560, 279555104], [19018356992, 17856601728, 1040187392, 69878016]],
+  };
+  for (const shape of MODEL_SHAPES) {
+    it(`${shape.name}: every figure to the byte`, () => {
+      const path = join(dir, `${shape.arch}.gguf`);
+      writeGgufFile(path, modelShapeSpec(shape));
+      const file = openGguf(path);
+      try {
+        SHAPE_SETTINGS.forEach((options, i) => {
+          const [weights, relaid, kvCache, compute] = FIGURES[shape.arch]![i]!;
+          const e = estimateMemory(file, { ...options, cpuFeatures: AMX_CPU });
+          expect([e.weights, e.repacked, e.kvCache, e.compute], `${shape.name} ${JSON.stringify(options)}`).toEqual([weights, relaid, kvCache, compute]);
+        });
+      } finally {
+        // closed before the folder is removed (Windows cannot delete a mapped file)
+        file.close();
+      }
     });
   }
 });
