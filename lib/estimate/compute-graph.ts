@@ -1,3 +1,4 @@
+import { GgufError } from '../errors.js';
 import { allocateGraph, type GraphTensor } from './graph-allocator.js';
 
 /**
@@ -14,6 +15,8 @@ export class ComputeGraph {
   readonly external: GraphTensor = this.make({ bytes: 0, srcs: [], external: true, layout: 'external' });
 
   private make(t: Omit<GraphTensor, 'id'>): GraphTensor {
+    // the header's numbers are checked, but a size they combine into must still be one
+    if (!Number.isSafeInteger(t.bytes) || t.bytes < 0) throw new GgufError('BAD_HYPERPARAMETER', `a tensor of the compute graph would be ${t.bytes} bytes: the header's sizes do not fit together`, 0);
     return Object.assign(t, { id: this.nextId++ });
   }
 

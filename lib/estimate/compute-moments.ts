@@ -19,8 +19,8 @@ const F32 = 4;
  * - an SSM scan (Mamba): the input projection and the inner activations;
  * - the output, after every mask is freed: logits (the reserve asks one output per token) beside
  *   two hidden rows.
- * Constants marked "fitted" come from llama.cpp's own figures, not from reading its graph; see
- * docs/api.md for the error per family. Not exact.
+ * Constants marked "fitted" come from llama.cpp's own figures, not from reading its graph; the
+ * four recorded models estimated this way are within 15% (docs/api.md). Not exact.
  */
 export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)

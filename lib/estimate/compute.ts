@@ -1,9 +1,11 @@
+import { GgufError } from '../errors.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
 import { transformerGraph, type ReserveShape } from './transformer-graph.js';
 import type { ResolvedOptions } from './options.js';
 import type { KvCacheEstimate } from './kv-cache.js';
 import { mlaDecompressedModelled, mlaModelled } from './mla-graph.js';
 import { estimateFromMoments } from './compute-moments.js';
+import { hadamardSide } from './hadamard.js';
 
 /**
  * The compute (scratch) buffer llama.cpp reserves: ggml's graph allocator replayed
@@ -12,16 +14,19 @@ import { estimateFromMoments } from './compute-moments.js';
  * largest moments (compute-moments.ts).
  */
 export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
-  if (graphModelled(shape)) return transformerGraph(shape, reserveShape(shape, options, kv)).allocate();
-  return estimateFromMoments(shape, options, kv);
+  const bytes = graphModelled(shape) ? transformerGraph(shape, reserveShape(shape, options, kv)).allocate() : estimateFromMoments(shape, options, kv);
+  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new GgufError('BAD_HYPERPARAMETER', `${shape.architecture}: the header's sizes give no compute buffer (${bytes})`, 0);
+  return bytes;
 }
 
 /**
- * The families whose graph transformer-graph writes out: attention with a plain KV cache (full
- * and sliding-window layers), MLA (mla-graph.ts: the latent cache, with DeepSeek's DSA indexer or
- * not, or MLA weights over a plain cache), MiniMax-M3's MSA (msa-graph.ts), dense or
- * mixture-of-experts FFN, and the recurrent mixers and models without memory below. The others
- * (QSA, MLA in hybrids, unchecked MLA architectures) go by their largest moments below.
+ * Whether the compute buffer is replayed: every attention-cache architecture but those with a
+ * sparse indexer or MLA outside the checked ones (mla-graph.ts, msa-graph.ts say which), the
+ * recurrent and hybrid ones whose mixer is written out (architectures.ts `mixer`), and diffusion
+ * decoders. An attention architecture goes through the generic decoder graph even where
+ * llama.cpp's differs in ways not modelled (T5's encoder-decoder, Grok, Arctic, Gemma 3n's
+ * shared-KV layers): unchecked. The rest (RWKV, encoders, PLaMo 2, Qwen4-exp, Kimi Linear/K3,
+ * Bailing 3, Falcon-H1, MiniMax-01, Hunyuan v4) go by the largest moments (compute-moments.ts).
  */
 export function graphModelled(shape: ModelShape): boolean {
   // MLA (the latent cache, with or without a DSA indexer, or its weights over a plain cache) and MiniMax-M3's MSA
@@ -47,11 +52,7 @@ export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: Kv
   };
   const headK = QUANTIZED_CACHE.has(options.typeK) ? sameHead((l) => l.kWidth) : 0;
   const headV = QUANTIZED_CACHE.has(options.typeV) ? sameHead((l) => l.vWidth) : 0;
-  let kRotation = 0;
-  if (headK > 0) {
-    kRotation = 64;
-    while (headK % (kRotation * 2) === 0) kRotation *= 2;
-  }
+  const kRotation = headK > 0 ? hadamardSide(headK) : 0;
   // min(n_ctx as asked, n_ubatch), rounded up to a multiple of the sequences; outputs: one per token asked
   const outputs = Math.min(options.ubatchSize, options.contextSize);
   return {

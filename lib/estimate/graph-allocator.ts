@@ -93,6 +93,7 @@ interface State {
 /**
  * The compute buffer ggml_gallocr_reserve would ask for this graph: leafs first, then each node
  * in order, a source freed when its last reader has run (a view's source when its last view has).
+ * Tensors are told apart by id: unique within one graph (ComputeGraph numbers them).
  */
 export function allocateGraph(
   leafs: readonly GraphTensor[],
@@ -120,9 +121,11 @@ export function allocateGraph(
     if (node.inplace) {
       for (const parent of node.srcs) {
         if (!own(parent) || parent.output || parent.viewOf?.output) continue;
-        if (parent.layout !== node.layout) continue;
+        // ggml_are_same_layout: same type, shape and strides, hence the same size too
+        if (parent.layout !== node.layout || parent.bytes !== node.bytes) continue;
         const p = get(parent);
         if (p.children !== 1 || p.views !== 0) continue;
+        // never taken, as in ggml: a view is never allocated, so never `own` above; kept as ggml has it
         if (parent.viewOf !== undefined) {
           const source = parent.viewOf;
           const v = get(source);
@@ -137,6 +140,7 @@ export function allocateGraph(
           s.offset = p.offset;
           p.allocated = false;
           freeExtra(node, parent);
+          observe?.('alloc', node, s.offset);
           return;
         }
       }

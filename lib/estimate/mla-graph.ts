@@ -1,4 +1,5 @@
 import type { ComputeGraph } from './compute-graph.js';
+import { hadamardSide } from './hadamard.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, MlaShape, ModelShape } from './model-shape.js';
 import type { ReserveShape } from './transformer-graph.js';
@@ -45,13 +46,6 @@ export function mlaDecompressedModelled(shape: ModelShape): boolean {
   return shape.mla?.absorbed === false && DECOMPRESSED.has(shape.architecture);
 }
 
-/** The largest power of two from 64 up dividing n: the side of llama.cpp's Hadamard rotation for heads of n. */
-function rotationSide(n: number): number {
-  let side = 64;
-  while (n % (side * 2) === 0) side *= 2;
-  return side;
-}
-
 /** An MLA cache's inputs, in the order llama.cpp creates them (build_attn_inp_k, build_attn_inp_k_dsa). */
 export function mlaCacheInputs(g: ComputeGraph, shape: ModelShape, r: ReserveShape, cells: number, withIndexer: boolean): MlaCacheInputs {
   const T = r.tokens;
@@ -59,7 +53,7 @@ export function mlaCacheInputs(g: ComputeGraph, shape: ModelShape, r: ReserveSha
   const mask = g.input(cells * T * (r.flash ? 2 : F32), 'kq_mask');
   let indexer: IndexerInputs | undefined;
   if (withIndexer) {
-    const side = rotationSide(shape.indexerKeyLength);
+    const side = hadamardSide(shape.indexerKeyLength);
     indexer = {
       kIdx: g.input(T * I64, 'lid_k_idxs'),
       mask: g.input(cells * T * 2, 'lid_kq_mask'),

@@ -48,6 +48,8 @@ export interface ModelShape {
   readonly architecture: string;
   readonly rule: ArchitectureRule;
   readonly layerCount: number;
+  /** Appended NextN (multi-token prediction) blocks: in the file, not in the graph llama.cpp reserves. */
+  readonly nextnLayers: number;
   /** Blocks before the first mixture-of-experts block (leading_dense_block_count). */
   readonly leadingDenseBlocks: number;
   readonly embeddingLength: number;
@@ -169,13 +171,44 @@ export function readModelShape(file: GgufFile): ModelShape {
   // a header does not change under an open GgufFile: read its shape once
   let shape = shapes.get(file);
   if (shape === undefined) {
-    shape = readShape(file);
+    shape = checkShape(readShape(file));
     shapes.set(file, shape);
   }
   return shape;
 }
 
 const shapes = new WeakMap<GgufFile, ModelShape>();
+
+/** llama.cpp's LLAMA_MAX_LAYERS and LLAMA_MAX_EXPERTS. */
+const MAX_LAYERS = 512;
+const MAX_EXPERTS = 1024;
+
+function badHyperparameter(message: string): GgufError {
+  return new GgufError('BAD_HYPERPARAMETER', message, 0);
+}
+
+/**
+ * Every number of the shape a safe non-negative integer, and the experts within llama.cpp's
+ * limits: a header from anywhere (a remote one too) cannot make the estimate loop, allocate
+ * without bound or answer NaN.
+ */
+function checkShape(shape: ModelShape): ModelShape {
+  const check = (where: string, value: unknown): void => {
+    if (typeof value === 'number') {
+      if (!Number.isSafeInteger(value) || value < 0) throw badHyperparameter(`${shape.architecture}: ${where} is ${value}, not a size`);
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => check(`${where}[${i}]`, v));
+    } else if (typeof value === 'object' && value !== null && where !== 'rule') {
+      for (const [key, v] of Object.entries(value)) check(where === '' ? key : `${where}.${key}`, v);
+    }
+  };
+  check('', shape);
+  if (shape.expertCount > MAX_EXPERTS) throw badHyperparameter(`${shape.architecture}: ${shape.expertCount} experts, llama.cpp takes at most ${MAX_EXPERTS}`);
+  if (shape.expertCount > 0 && (shape.expertUsedCount < 1 || shape.expertUsedCount > shape.expertCount)) {
+    throw badHyperparameter(`${shape.architecture}: ${shape.expertUsedCount} used experts of ${shape.expertCount}`);
+  }
+  return shape;
+}
 
 function readShape(file: GgufFile): ModelShape {
   const meta = file.metadata;
@@ -188,6 +221,10 @@ function readShape(file: GgufFile): ModelShape {
   const k = (name: string) => `${arch}.${name}`;
 
   const layerCount = scalar(meta, k('block_count')) ?? 0;
+  // llama.cpp's own limits (llama_model::load_hparams), before anything loops over the blocks
+  if (!Number.isSafeInteger(layerCount) || layerCount < 1 || layerCount > MAX_LAYERS) {
+    throw badHyperparameter(`${k('block_count')} is ${String(layerCount)}: llama.cpp takes 1 to ${MAX_LAYERS} blocks`);
+  }
   const embeddingLength = scalar(meta, k('embedding_length')) ?? 0;
   const tokens = meta.info('tokenizer.ggml.tokens');
   const vocabularySize = tokens?.length ?? scalar(meta, k('vocab_size')) ?? 0;
@@ -213,6 +250,7 @@ function readShape(file: GgufFile): ModelShape {
 
   // Recurrent layers, as each hybrid's loader marks them; appended NextN (MTP) layers never are.
   const nextn = scalar(meta, k('nextn_predict_layers')) ?? 0;
+  if (!Number.isSafeInteger(nextn) || nextn < 0 || nextn > layerCount) throw badHyperparameter(`${k('nextn_predict_layers')} is ${String(nextn)} of ${layerCount} blocks`);
   const trunkLayers = layerCount - nextn;
   const recurrentKey = k('attention.recurrent_layers');
   const headCountKvAt = (il: number) => numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0;
@@ -323,6 +361,7 @@ function readShape(file: GgufFile): ModelShape {
     rule,
     layerCount,
     leadingDenseBlocks: scalar(meta, k('leading_dense_block_count')) ?? 0,
+    nextnLayers: nextn,
     embeddingLength,
     vocabularySize,
     trainedContext: scalar(meta, k('context_length')),

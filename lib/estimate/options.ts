@@ -72,6 +72,15 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
+/** llama.cpp's LLAMA_MAX_SEQ: a context of more sequences is refused. */
+const MAX_SEQUENCES = 256;
+
+function sequences(value: number | undefined): number {
+  const n = positiveInteger('sequences', value, 1);
+  if (n > MAX_SEQUENCES) throw new TypeError(`sequences must be at most ${MAX_SEQUENCES} (llama.cpp's limit), not ${n}`);
+  return n;
+}
+
 function cacheType(name: string, value: string | undefined): KvCacheType {
   if (value === undefined) return 'f16';
   const lower = value.toLowerCase();
@@ -89,7 +98,7 @@ export function resolveOptions(options: EstimateOptions, trainedContext: number 
     contextSize,
     batchSize,
     ubatchSize: Math.min(positiveInteger('ubatchSize', options.ubatchSize, 512), batchSize),
-    sequences: positiveInteger('sequences', options.sequences, 1),
+    sequences: sequences(options.sequences),
     unifiedKv: options.unifiedKv ?? false,
     typeK: cacheType('typeK', options.typeK),
     typeV: cacheType('typeV', options.typeV),

@@ -89,10 +89,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   // MiniMax-M3's sparse layers: inputs they share
   const msa = full !== undefined && msaEnabled(shape, r, r.sequences) ? msaInputs(g, shape, r, full.mask, full.cells) : undefined;
 
-  const last = shape.layers.length - 1;
+  // llama.cpp's graph runs the trunk: appended NextN blocks are not in it
+  const trunk = shape.layers.slice(0, shape.layers.length - shape.nextnLayers);
+  const last = trunk.length - 1;
   const ffn = (layer: LayerShape, x: GraphTensor, n: number) =>
     layer.experts && shape.expertCount > 0 ? moeBlock(g, shape, x, n) : denseFfn(g, shape, x, n);
-  for (const layer of shape.layers) {
+  for (const layer of trunk) {
     const inputs = layer.slidingWindow ? swa : full;
     const post = shape.rule.postNorm === true;
     const normed = post ? inpL : norm(g, inpL);
@@ -256,7 +258,7 @@ function attentionBlock(
     out = g.op(out.bytes, [out, sigmoid], out.layout, { inplace: true });
   }
   if (qFull !== undefined) {
-    const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `f32:${attnWidth}x${T}`);
+    const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `f32:${qWidth}x${T}`);
     out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `f32:${attnWidth}x${T}`, { inplace: true });
   }
   return g.op(x.bytes, [g.external, out], x.layout);
@@ -324,11 +326,12 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   }
   const down = g.op(E * used * T * F32, [g.external, glu, topk], 'down');
   const weighted = g.expand(shape.rule.moeWeightBeforeFfn === true ? down : g.op(down.bytes, [down, weights], 'down', { inplace: true }));
-  // the experts' rows summed: views of the weighted rows, added up
-  const rows = Array.from({ length: used }, (_, i) => g.view(weighted, `expert${i}`, E * T * F32));
-  // one expert: its row copied out (a view cannot be the block's result)
-  let sum = used > 1 ? g.op(E * T * F32, [rows[0]!, rows[1]!], x.layout) : g.op(E * T * F32, [rows[0]!], x.layout);
-  for (let i = 2; i < used; i++) sum = g.op(sum.bytes, [sum, rows[i]!], x.layout, { inplace: true });
+  // the experts' rows summed: views of the weighted rows, added up. The first add makes the sum,
+  // each later one adds in place and allocates nothing, so one stands for them all (the weighted
+  // rows live until it, as until the last); one expert: its row copied out.
+  const row = (i: number) => g.view(weighted, `expert${i}`, E * T * F32);
+  let sum = used > 1 ? g.op(E * T * F32, [row(0), row(1)], x.layout) : g.op(E * T * F32, [row(0)], x.layout);
+  if (used > 2) sum = g.op(sum.bytes, [sum, row(2)], x.layout, { inplace: true });
   // a shared expert beside the routed ones, on the same input, added
   if (shape.sharedExpertFeedForward > 0) {
     let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T);

@@ -76,22 +76,22 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
     });
   }
 
-  it('where the graph is replayed, the compute buffer is llama.cpp\'s to the byte on most rows', () => {
+  it('where the graph is replayed, the compute buffer is llama.cpp\'s to the byte on most rows, and within 0.2% on all', () => {
     let rowsReplayed = 0;
     let exact = 0;
-    let within5 = 0;
+    let worst = 0;
     for (const row of rows) {
       const file = open(row.model);
       if (!graphModelled(readModelShape(file))) continue;
       rowsReplayed++;
       const compute = estimateMemory(file, { ...row.settings, cpuFeatures: RECORDED_CPU }).compute;
       if (compute === row.compute) exact++;
-      if (rel(compute, row.compute) <= 0.05) within5++;
+      worst = Math.max(worst, rel(compute, row.compute));
     }
-    // measured: 289 of 334 rows exact, 334 within 5% (40 models)
+    // measured: 289 of 334 rows exact (40 models), the worst 0.13% (paddleocr-moe)
     expect(rowsReplayed).toBe(334);
     expect(exact).toBeGreaterThanOrEqual(286);
-    expect(within5).toBeGreaterThanOrEqual(331);
+    expect(worst).toBeLessThanOrEqual(0.002);
   });
 
   it('without AVX2 nothing is repacked; with it, Q4_K matrices (not token_embd) are', () => {
@@ -249,5 +249,61 @@ describe('estimateMemory: a tied output matrix (held out)', () => {
   it('AMX: the same tensors in the AMX buffer', () => {
     const e = estimateMemory(file, { cpuFeatures: ['avx2', 'avx512f', 'avx512_vnni', 'amx_int8'] });
     expect([e.weights, e.weightsDetail.amx]).toEqual([816128, 737280]);
+  });
+});
+
+describe('estimateMemory on hostile headers', () => {
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const f32 = (value: number) => ({ type: 'FLOAT32', value }) as const;
+  const header = (arch: string, keys: Record<string, { type: 'UINT32' | 'FLOAT32'; value: number }>, tensors: { name: string; type: string; shape: number[] }[] = []) =>
+    parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: arch },
+        ...Object.fromEntries(Object.entries(keys).map(([k, v]) => [`${arch}.${k}`, v])),
+      },
+      tensors,
+    }));
+  const llamaKeys = { block_count: u32(2), embedding_length: u32(64), 'attention.head_count': u32(4), 'attention.head_count_kv': u32(2) };
+  const refused = (file: GgufFile, options = {}) =>
+    expect(() => estimateMemory(file, { cpuFeatures: [], ...options })).toThrowError(expect.objectContaining({ code: 'BAD_HYPERPARAMETER' }) as GgufError);
+
+  it('a block count llama.cpp refuses (0, 513, Infinity) is BAD_HYPERPARAMETER, not a loop', () => {
+    for (const value of [u32(0), u32(513), f32(Infinity), f32(2.5)]) refused(header('llama', { ...llamaKeys, block_count: value }));
+  });
+
+  it('a size that is no size (NaN, Infinity, negative, fractional) is BAD_HYPERPARAMETER, not NaN', () => {
+    for (const value of [f32(NaN), f32(Infinity), f32(-64), f32(64.5)]) refused(header('llama', { ...llamaKeys, embedding_length: value }));
+    refused(header('llama', { ...llamaKeys, 'attention.key_length': f32(NaN) }));
+  });
+
+  it('used experts out of llama.cpp\'s range (0, more than the experts) and over 1024 experts are BAD_HYPERPARAMETER', () => {
+    const experts = [{ name: 'blk.0.ffn_down_exps.weight', type: 'F32', shape: [8, 64, 4] }];
+    for (const used of [0, 5]) refused(header('llama', { ...llamaKeys, expert_count: u32(4), expert_used_count: u32(used) }, experts));
+    refused(header('llama', { ...llamaKeys, expert_count: u32(2048), expert_used_count: u32(2) }, experts));
+  });
+
+  it('a DSA model whose indexer keys have no length is refused, not looped on', () => {
+    const file = header('deepseek32', {
+      block_count: u32(1), embedding_length: u32(64), 'attention.head_count': u32(2), 'attention.head_count_kv': u32(1),
+      'attention.kv_lora_rank': u32(32), 'attention.key_length_mla': u32(48), 'attention.value_length_mla': u32(32),
+      'attention.key_length': u32(40), 'attention.value_length': u32(32), 'rope.dimension_count': u32(16),
+      'attention.indexer.head_count': u32(2), 'attention.indexer.key_length': u32(0), 'attention.indexer.top_k': u32(8),
+    }, [{ name: 'blk.0.attn_kv_a_mqa.weight', type: 'F32', shape: [64, 48] }, { name: 'blk.0.attn_k_b.weight', type: 'F32', shape: [16, 32, 2] }]);
+    refused(file);
+  });
+
+  it('a gated delta net without heads gives no NaN', () => {
+    const file = header('qwen35', {
+      block_count: u32(1), embedding_length: u32(64), 'attention.head_count': u32(2), 'attention.head_count_kv': u32(1),
+      'ssm.inner_size': u32(64), 'ssm.state_size': u32(16), 'ssm.group_count': u32(2), 'ssm.time_step_rank': u32(0), 'ssm.conv_kernel': u32(4),
+      full_attention_interval: u32(4),
+    });
+    refused(file);
+  });
+
+  it('more than 256 sequences (llama.cpp\'s limit) is a TypeError', () => {
+    const file = header('llama', llamaKeys);
+    expect(() => estimateMemory(file, { sequences: 257, cpuFeatures: [] })).toThrowError(TypeError);
+    expect(estimateMemory(file, { sequences: 256, cpuFeatures: [] }).kvCache).toBeGreaterThan(0);
   });
 });
