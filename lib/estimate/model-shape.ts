@@ -151,12 +151,25 @@ function maxOf(meta: Meta, key: string, layers: number): number {
   return max;
 }
 
+/** The largest of many numbers (no spread: a file may list a million tensors). */
+function largest(values: Iterable<number>): number {
+  let max = 0;
+  for (const v of values) if (v > max) max = v;
+  return max;
+}
+
+/** The most rows (ne[1]) of the tensors whose names match. */
+function widestRows(file: GgufFile, name: RegExp): number {
+  return largest(file.tensors.filter((t) => name.test(t.name)).map((t) => t.shape[1] ?? 0));
+}
+
 /** The dense FFN's width as its tensors have it (Qwen's header says twice that); 0 without them. */
 function denseFeedForward(file: GgufFile, kind: ModelShape['ffnKind']): number {
   const rowsOf = (name: string) => file.tensors.filter((t) => new RegExp(`^blk\\.\\d+\\.${name}\\.weight$`).test(t.name)).map((t) => t.shape[1] ?? 0);
   const rows = rowsOf(kind === 'gated' ? 'ffn_gate' : 'ffn_up');
   if (rows.length === 0) return 0;
-  return kind === 'fused' ? Math.max(...rows) / 2 : Math.max(...rows);
+  const widest = largest(rows);
+  return kind === 'fused' ? widest / 2 : widest;
 }
 
 function ffnKind(file: GgufFile, feedForward: number): ModelShape['ffnKind'] {
@@ -356,6 +369,10 @@ function readShape(file: GgufFile): ModelShape {
     }
   }
 
+  const headerFeedForward = maxOf(meta, k('feed_forward_length'), layerCount);
+  const denseKind = ffnKind(file, headerFeedForward);
+  const ssmInputWidth = widestRows(file, /^blk\.\d+\.ssm_in\.weight$/);
+
   return {
     architecture: arch,
     rule,
@@ -365,8 +382,8 @@ function readShape(file: GgufFile): ModelShape {
     embeddingLength,
     vocabularySize,
     trainedContext: scalar(meta, k('context_length')),
-    feedForwardMax: denseFeedForward(file, ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount))) || maxOf(meta, k('feed_forward_length'), layerCount),
-    ffnKind: ffnKind(file, maxOf(meta, k('feed_forward_length'), layerCount)),
+    feedForwardMax: denseFeedForward(file, denseKind) || headerFeedForward,
+    ffnKind: denseKind,
     learnedPositions: file.tensors.some((t) => t.name === 'position_embd.weight'),
     fusedQkv: file.tensors.some((t) => /^blk\.\d+\.attn_qkv\.weight$/.test(t.name)),
     slidingWindow,
@@ -377,14 +394,14 @@ function readShape(file: GgufFile): ModelShape {
     expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? scalar(meta, k('expert_count')) ?? 0 : 0,
     expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
     fusedExpertGateUp: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_up_exps\.weight$/.test(t.name)),
-    sharedExpertFeedForward: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ffn_up_shexp\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    sharedExpertFeedForward: widestRows(file, /^blk\.\d+\.ffn_up_shexp\.weight$/),
     sharedExpertGated: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_inp_shexp\.weight$/.test(t.name)),
     expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
     indexerTopK: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.top_k')) ?? 0,
     indexerBlockSize: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.block_size')) ?? 0,
-    ssmInputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    ssmInputWidth,
     ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
     shortConvCache: scalar(meta, k('shortconv.l_cache')) ?? 0,
     ssm: {
@@ -393,13 +410,13 @@ function readShape(file: GgufFile): ModelShape {
       state: scalar(meta, k('ssm.state_size')) ?? 0,
       groups: scalar(meta, k('ssm.group_count')) ?? 0,
       heads: scalar(meta, k('ssm.time_step_rank')) ?? 0,
-      inputWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.ssm_in\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+      inputWidth: ssmInputWidth,
       norm: file.tensors.some((t) => /^blk\.\d+\.ssm_norm\.weight$/.test(t.name)),
       dtBcNorm: meta.get(k('ssm.dt_b_c_rms')) === true || file.tensors.some((t) => /^blk\.\d+\.ssm_dt_norm\.weight$/.test(t.name)),
     },
     attentionSoftcap: arch === 'grok',
     kvLoraRank: mla ? kvLoraRank : 0,
-    latentWidth: Math.max(0, ...file.tensors.filter((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name)).map((t) => t.shape[1] ?? 0)),
+    latentWidth: widestRows(file, /^blk\.\d+\.attn_kv_a_mqa\.weight$/),
     mla: kvLoraRank > 0 && file.tensors.some((t) => /^blk\.\d+\.attn_kv_a_mqa\.weight$/.test(t.name))
       ? {
         absorbed: mla,
