@@ -94,7 +94,9 @@ export function formatEstimate(rows: readonly MemoryEstimate[], json: boolean): 
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
   const format = (cells: readonly string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   lines.push(format(header), ...table.map(format));
-  lines.push('compute is an estimate (within 15% of llama.cpp for most families); the rest is as llama.cpp v0.5.0 allocates it');
+  lines.push(first.computeMethod === 'replayed'
+    ? 'as llama.cpp v0.5.0 allocates it on the CPU (compute: its graph allocator replayed over the model\'s graph)'
+    : 'as llama.cpp v0.5.0 allocates it on the CPU, but compute: estimated from the graph\'s largest moments (within 15% where checked)');
   return lines.join('\n') + '\n';
 }
 

@@ -1,5 +1,5 @@
 import type { GgufFile } from '../file/gguf-file.js';
-import { estimateCompute } from './compute.js';
+import { estimateCompute, graphModelled } from './compute.js';
 import { hostCpuFeatures } from './cpu-features.js';
 import { contextGeometry, estimateKvCache, type KvCacheEstimate } from './kv-cache.js';
 import { readModelShape, type ModelShape } from './model-shape.js';
@@ -21,8 +21,14 @@ export interface MemoryEstimate {
   readonly kvCacheDetail: KvCacheEstimate;
   /** Logits (and embeddings) buffer as reserved at context creation, bytes. */
   readonly output: number;
-  /** Compute (scratch) buffer, bytes: an estimate, not exact. */
+  /** Compute (scratch) buffer, bytes. */
   readonly compute: number;
+  /**
+   * How `compute` was found: 'replayed' (ggml's graph allocator over llama.cpp's graph: exact or
+   * within 0.2% where checked) or 'moments' (the graph's largest moments, for architectures whose
+   * graph is not written out: within 15% where checked).
+   */
+  readonly computeMethod: 'replayed' | 'moments';
   /** weights + kvCache + output + compute. */
   readonly total: number;
 }
@@ -49,6 +55,7 @@ function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions
     kvCacheDetail: kv,
     output,
     compute,
+    computeMethod: graphModelled(shape) ? 'replayed' : 'moments',
     total: weights.total + kv.total + output + compute,
   };
 }

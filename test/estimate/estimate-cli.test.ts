@@ -30,6 +30,8 @@ describe('gguf-mmap estimate', () => {
     expect(r.stdout).toMatch(/^context +weights +KV cache +output +compute +total$/m);
     // the sample's trained context is 64 tokens, which llama.cpp pads to 256
     expect(r.stdout).toMatch(/^ +256 +\d/m);
+    // the sample is a Llama: its compute buffer is replayed, and the table says so
+    expect(r.stdout).toMatch(/compute: its graph allocator replayed/);
     expect(cli(['estimate', SAMPLE, '--cache-type-k', 'q9']).status).toBe(1);
     expect(cli(['estimate']).status).toBe(1);
   });

@@ -58,6 +58,11 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
     expect(models.length).toBe(44);
   });
 
+  it('says which compute buffers are replayed: all but four hybrids\' (PLaMo 2, Qwen4-exp, Kimi K3, Bailing 3)', () => {
+    const moments = models.filter((m) => estimateMemory(open(m), { cpuFeatures: RECORDED_CPU }).computeMethod === 'moments').sort();
+    expect(moments).toEqual(['bailingmoe3-moe.gguf', 'kimi-k3-moe.gguf', 'plamo2-dense.gguf', 'qwen4exp-moe.gguf']);
+  });
+
   for (const model of models) {
     it(`${model}: weights, repacked weights, KV cache and output match; compute is close`, () => {
       const file = open(model);
