@@ -102,11 +102,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     // Nemotron-H: a block is a mixer or an FFN, never both
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
     if (ffnOnly) cur = ffn(layer, normed, T);
-    else if (layer.recurrent && recurrent !== undefined) {
-      const mixers = { mamba: mambaMixer, mamba2: mamba2Mixer, 'gated-delta-net': gatedDeltaNetMixer, 'short-conv': shortConvMixer } as const;
-      const mixer = mixers[shape.rule.mixer ?? 'mamba2'];
-      cur = mixer(g, shape, normed, T, r.sequences, recurrent);
-    }
+    else if (layer.recurrent && recurrent !== undefined) cur = recurrentMixer(shape)(g, shape, normed, T, r.sequences, recurrent);
     else if (layer.attention && (layer.slidingWindow ? mlaSwa : mlaFull) !== undefined) {
       cur = mlaAttention(g, shape, layer, normed, pos, (layer.slidingWindow ? mlaSwa : mlaFull)!, r);
     }
@@ -114,11 +110,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       cur = msaAttention(g, shape, layer, normed, pos, { ...inputs, kIdx: inputs.kIdx, vIdx: inputs.vIdx }, msa, r);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
-      const ropeOnlySwa = shape.rule.ropeOnlySwa;
-      const roped = shape.rule.noRope !== true &&
-        (ropeOnlySwa === undefined || layer.slidingWindow || (ropeOnlySwa === 'and-leading-dense' && layer.index < shape.leadingDenseBlocks)) &&
-        (shape.rule.ropeOnlyWithLayers === undefined || shape.rule.ropeOnlyWithLayers === shape.layerCount);
-      cur = attentionBlock(g, layer, normed, roped ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
+      cur = attentionBlock(g, layer, normed, roped(shape, layer) ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
         mlaDecompressedModelled(shape) ? mlaDecompressedQkv(g, shape, layer, normed, pos, r) : undefined);
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
@@ -153,6 +145,26 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   if (shape.rule.lateOutputRows === true) out = g.op(E * O * F32, [out, outIds], act(E, O));
   g.expand(g.op(shape.vocabularySize * O * F32, [g.external, out], 'logits', { output: true }));
   return g;
+}
+
+/** The recurrent layers' mixer (compute.ts replays only architectures that name one). */
+function recurrentMixer(shape: ModelShape): typeof mamba2Mixer {
+  switch (shape.rule.mixer) {
+    case 'mamba': return mambaMixer;
+    case 'mamba2': return mamba2Mixer;
+    case 'gated-delta-net': return gatedDeltaNetMixer;
+    case 'short-conv': return shortConvMixer;
+    default: throw new Error(`${shape.architecture}: recurrent layers without a mixer to replay`);
+  }
+}
+
+/** Whether the layer's attention ropes Q and K (llama.cpp's rope type and each model's own rule). */
+function roped(shape: ModelShape, layer: LayerShape): boolean {
+  const rule = shape.rule;
+  if (rule.noRope === true) return false;
+  if (rule.ropeOnlyWithLayers !== undefined && rule.ropeOnlyWithLayers !== shape.layerCount) return false;
+  if (rule.ropeOnlySwa === undefined || layer.slidingWindow) return true;
+  return rule.ropeOnlySwa === 'and-leading-dense' && layer.index < shape.leadingDenseBlocks;
 }
 
 /** A norm then its weight, in place. */
