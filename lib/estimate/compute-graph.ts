@@ -49,6 +49,12 @@ export class ComputeGraph {
     return this.make({ bytes: dest.bytes, srcs: [rows, indexes, dest], viewOf: root, layout });
   }
 
+  /** A norm then its weight: both in place when x is a tensor of its own (a view's norm is a new tensor). */
+  norm(x: GraphTensor, layout = x.layout, bytes = x.bytes): GraphTensor {
+    const n = this.op(bytes, [x], layout, { inplace: true });
+    return this.op(n.bytes, [n, this.external], layout, { inplace: true });
+  }
+
   /** ggml_build_forward_expand: t and every source not yet in the graph, sources first. */
   expand(t: GraphTensor): GraphTensor {
     // iterative depth-first walk (graphs of thousands of nodes)

@@ -15,7 +15,7 @@ const F32 = 4;
  *   sliding-window, each freed after the last layer reading it);
  * - a mixture-of-experts layer: the activations plus gate and up rows for each used expert,
  *   beside the masks later layers still need;
- * - the sparse-attention indexer (DSA, MSA, QSA): its scores over the cache and queries;
+ * - the sparse-attention indexer (DSA, QSA): its scores over the cache and queries;
  * - an SSM scan (Mamba): the input projection and the inner activations;
  * - the output, after every mask is freed: logits (the reserve asks one output per token) beside
  *   two hidden rows.
@@ -64,7 +64,6 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
       if (!flash && layer.vWidth === 0) scores += cells * 2;
       // the indexers' scores over the cache (fitted)
       if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
-      if (shape.rule.indexer === 'msa' && flash && layer.indexerWidth > 0) scores += cells * (6 + 10 / streams);
       if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
       // flash attention reads an f32 K or V cache through an f16 copy of the whole view
       if (flash) {

@@ -63,12 +63,6 @@ export function mlaCacheInputs(g: ComputeGraph, shape: ModelShape, r: ReserveSha
   return { cells, kIdx, mask, indexer };
 }
 
-/** RMS norm then its weight (both in place when the source is a tensor of its own, not a view). */
-function rmsNorm(g: ComputeGraph, x: GraphTensor, layout: string, bytes = x.bytes): GraphTensor {
-  const n = g.op(bytes, [x], layout, { inplace: true });
-  return g.op(n.bytes, [n, g.external], layout, { inplace: true });
-}
-
 /**
  * llama.cpp's absorbed MLA attention block (deepseek2's graph, shared by its kin): Q through its
  * low-rank projection, the no-rope part of Q absorbed into the latent space (wk_b), the latent K
@@ -93,7 +87,7 @@ export function mlaAttention(
   const E = shape.embeddingLength;
 
   // Q's low-rank projection, normed (shared with the indexer's queries)
-  const qr = mla.qLoraRank > 0 ? rmsNorm(g, g.op(mla.qLoraRank * T * F32, [g.external, x], `f32:${mla.qLoraRank}x${T}`), `f32:${mla.qLoraRank}x${T}`) : x;
+  const qr = mla.qLoraRank > 0 ? g.norm(g.op(mla.qLoraRank * T * F32, [g.external, x], `f32:${mla.qLoraRank}x${T}`), `f32:${mla.qLoraRank}x${T}`) : x;
   const indexer = layer.indexerWidth > 0 && inputs.indexer !== undefined ? lightningIndexer(g, shape, x, qr, pos, inputs, r) : undefined;
 
   const q = g.op(H * mla.headK * T * F32, [g.external, qr], `f32:${H * mla.headK}x${T}`);
@@ -102,7 +96,7 @@ export function mlaAttention(
   const qCur = g.expand(g.op(latent * H * T * F32, [g.view(absorbed, 'q_nope_absorbed_perm'), qPe], `f32:${latent}x${H}x${T}`));
 
   const kvPe = g.op(latent * T * F32, [g.external, x], `f32:${latent}x${T}`);
-  const kv = rmsNorm(g, g.view(kvPe, 'kv_cmpr', rank * T * F32), `f32:${rank}x${T}`, rank * T * F32);
+  const kv = g.norm(g.view(kvPe, 'kv_cmpr', rank * T * F32), `f32:${rank}x${T}`, rank * T * F32);
   const vCur = g.expand(g.view(kv, 'Vcur'));
   const kPe = g.op(mla.rope * T * F32, [g.view(kvPe, 'k_pe'), pos], `f32:${mla.rope}x${T}`);
   const kCur = g.expand(g.op(latent * T * F32, [vCur, kPe], `f32:${latent}x${T}`));
@@ -160,12 +154,12 @@ export function mlaDecompressedQkv(
   const nope = mla.headK - mla.rope;
   const latent = mla.kvLoraRank + mla.rope;
 
-  const qr = mla.qLoraRank > 0 ? rmsNorm(g, g.op(mla.qLoraRank * T * F32, [g.external, x], `f32:${mla.qLoraRank}x${T}`), `f32:${mla.qLoraRank}x${T}`) : x;
+  const qr = mla.qLoraRank > 0 ? g.norm(g.op(mla.qLoraRank * T * F32, [g.external, x], `f32:${mla.qLoraRank}x${T}`), `f32:${mla.qLoraRank}x${T}`) : x;
   const qProjected = g.op(H * mla.headK * T * F32, [g.external, qr], `f32:${H * mla.headK}x${T}`);
   const q = g.op(qProjected.bytes, [g.view(qProjected, 'q-heads'), pos, g.external], `f32:${mla.headK}x${H}x${T}`);
 
   const kvPe = g.op(latent * T * F32, [g.external, x], `f32:${latent}x${T}`);
-  const kvNormed = rmsNorm(g, g.view(kvPe, 'kv_compressed', mla.kvLoraRank * T * F32), `f32:${mla.kvLoraRank}x${T}`, mla.kvLoraRank * T * F32);
+  const kvNormed = g.norm(g.view(kvPe, 'kv_compressed', mla.kvLoraRank * T * F32), `f32:${mla.kvLoraRank}x${T}`, mla.kvLoraRank * T * F32);
   const kv = g.op(H * (nope + mla.headV) * T * F32, [g.external, kvNormed], `f32:${H * (nope + mla.headV)}x${T}`);
   const v = g.op(H * mla.headV * T * F32, [g.view(kv, 'v_states')], `f32:${mla.headV}x${H}x${T}`);
   const kPe = g.op(mla.rope * T * F32, [g.view(kvPe, 'k_pe'), pos, g.external], `f32:${mla.rope}x1x${T}`);

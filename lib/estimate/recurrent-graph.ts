@@ -19,16 +19,10 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
   const { convKernel, inner, state, groups } = shape.ssm;
   const convWidth = inner + 2 * groups * state;
   const T = tokens;
-  const perSeq = T / sequences;
-
-  // the conv history of each sequence (get_rows from the cache), written back after
-  const history = g.expand(g.op((convKernel - 1) * convWidth * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'conv-rows'));
   const zxBCdt = g.op(shape.ssm.inputWidth * T * F32, [g.external, x], 'zxBCdt');
   const z = g.view(zxBCdt, 'z', inner * T * F32);
-  const xBC = g.view(zxBCdt, 'xBC', convWidth * T * F32);
   const dt = g.view(zxBCdt, 'dt', shape.ssm.heads * T * F32);
-  const convX = g.op((convKernel - 1 + perSeq) * convWidth * sequences * F32, [g.view(history, 'conv3'), g.view(xBC, 'xBC-t')], 'conv-x');
-  g.expand(g.view(g.external, 'conv-state', 0, [g.view(convX, 'last-conv'), g.external]));
+  const convX = convInput(g, g.view(zxBCdt, 'xBC', convWidth * T * F32), convWidth, convKernel, T, sequences, inputs);
   let conv = g.op(convWidth * T * F32, [convX, g.external], 'xBC-conv');
   conv = g.op(conv.bytes, [conv, g.external], 'xBC-conv', { inplace: true }); // bias
   conv = g.op(conv.bytes, [conv], 'xBC-conv', { inplace: true }); // silu

@@ -97,7 +97,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   for (const layer of trunk) {
     const inputs = layer.slidingWindow ? swa : full;
     const post = shape.rule.postNorm === true;
-    const normed = post ? inpL : norm(g, inpL);
+    const normed = post ? inpL : g.norm(inpL);
     let cur: GraphTensor;
     // Nemotron-H: a block is a mixer or an FFN, never both
     const ffnOnly = shape.rule.attentionWhereNoFfn === true && !layer.attention && !layer.recurrent && layer.ffn;
@@ -115,7 +115,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
-    if (post) cur = norm(g, cur);
+    if (post) cur = g.norm(cur);
     let inpSA = inpL;
     let ffnIn = normed;
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
@@ -136,12 +136,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const first = shape.rule.residualFirst === 'both';
       const ffnFirst = shape.rule.residualFirst !== undefined;
       const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
-      let out = ffn(layer, post ? ffnInp : norm(g, ffnInp), n);
-      if (post) out = norm(g, out);
+      let out = ffn(layer, post ? ffnInp : g.norm(ffnInp), n);
+      if (post) out = g.norm(out);
       inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
     }
   }
-  let out = norm(g, inpL);
+  let out = g.norm(inpL);
   if (shape.rule.lateOutputRows === true) out = g.op(E * O * F32, [out, outIds], act(E, O));
   g.expand(g.op(shape.vocabularySize * O * F32, [g.external, out], 'logits', { output: true }));
   return g;
@@ -165,12 +165,6 @@ function roped(shape: ModelShape, layer: LayerShape): boolean {
   if (rule.ropeOnlyWithLayers !== undefined && rule.ropeOnlyWithLayers !== shape.layerCount) return false;
   if (rule.ropeOnlySwa === undefined || layer.slidingWindow) return true;
   return rule.ropeOnlySwa === 'and-leading-dense' && layer.index < shape.leadingDenseBlocks;
-}
-
-/** A norm then its weight, in place. */
-function norm(g: ComputeGraph, x: GraphTensor): GraphTensor {
-  const n = g.op(x.bytes, [x], x.layout, { inplace: true });
-  return g.op(n.bytes, [n, g.external], x.layout, { inplace: true });
 }
 
 function attentionBlock(
