@@ -298,9 +298,13 @@ function skipStrings(cur: Cursor, count: number): void {
 
 /** How many strings lie in [from, stop) (a walk that stopped at `stop` checked them). */
 function countStrings(view: DataView, from: number, stop: number, width: number, littleEndian: boolean): number {
+  // Two 32-bit reads rather than getBigUint64: a BigInt per string made this the larger part of
+  // opening a 128k vocabulary past the first window. The walk checked every length.
+  const high = littleEndian ? 4 : 0;
+  const low = width === 4 ? 0 : 4 - high;
   let n = 0;
   for (let pos = from; pos < stop; n++) {
-    const length = width === 4 ? view.getUint32(pos, littleEndian) : Number(view.getBigUint64(pos, littleEndian));
+    const length = width === 4 ? view.getUint32(pos, littleEndian) : view.getUint32(pos + high, littleEndian) * 0x100000000 + view.getUint32(pos + low, littleEndian);
     pos += width + length;
   }
   return n;

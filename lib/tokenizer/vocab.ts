@@ -46,7 +46,12 @@ const NULL = -1;
 const encoder = new TextEncoder();
 
 /** A STRING array's raw bytes and count, or undefined if absent. */
-function rawStrings(metadata: GgufMetadata, key: string): { raw: RawStrings; count: number } | undefined {
+interface RawStringArray {
+  raw: RawStrings;
+  count: number;
+}
+
+function rawStrings(metadata: GgufMetadata, key: string): RawStringArray | undefined {
   const array = metadata.array(key);
   if (array === undefined) return undefined;
   if (array.elementType !== 'STRING') throw new GgufError('UNSUPPORTED_TOKENIZER', `'${key}' is an array of ${array.elementType}, not of strings`, metadata.info(key)!.offset);
@@ -84,8 +89,12 @@ export class Vocabulary {
   private longest = -1;
   /** Token text to id (the last of duplicates, as llama.cpp's map). */
   private readonly index: ByteIndex;
-  /** "left right" to rank (the first of duplicates, as llama.cpp's emplace). */
-  private readonly merges: ByteIndex | undefined;
+  /**
+   * "left right" to rank (the first of duplicates, as llama.cpp's emplace). Built at the first
+   * merge: the largest index of a vocabulary (280k merges in Llama 3's), and an encode whose words
+   * are all whole tokens never needs it.
+   */
+  private merges: ByteIndex | RawStringArray | undefined;
   /** Control, user-defined and unknown tokens, longest text first (llama.cpp's cache_special_tokens). */
   readonly specialTokens: Int32Array;
   readonly charsmap: Uint8Array | undefined;
@@ -186,7 +195,7 @@ export class Vocabulary {
       if (merges === undefined) {
         if (pre !== 'kimi-k2') throw unsupported('no tokenizer.ggml.merges for a BPE vocabulary');
       } else {
-        this.merges = ByteIndex.ofStrings(merges.raw, merges.count, false);
+        this.merges = merges;
       }
     }
     if (type === 'UGM') {
@@ -362,7 +371,10 @@ export class Vocabulary {
 
   /** The rank of merging the two byte ranges (bytes "left right" at [start, end) of `source`), or -1. */
   mergeRank(source: Uint8Array, start: number, end: number): number {
-    return this.merges === undefined ? -1 : this.merges.find(source, start, end);
+    let merges = this.merges;
+    if (merges === undefined) return -1;
+    if (!(merges instanceof ByteIndex)) this.merges = merges = ByteIndex.ofStrings(merges.raw, merges.count, false);
+    return merges.find(source, start, end);
   }
 
   private byteTokens: Int32Array | undefined;
