@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { writeSummaryJson } from '../cli/inspect.js';
+import { writeSummaryJson } from '../file/summary-json.js';
 import { canDequantize } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
