@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
 import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
+import { hostAllowed } from '../../lib/view/access.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
@@ -73,6 +74,28 @@ describe('view server: security', () => {
       expect(r.status, host).toBe(403);
     }
     expect((await rawGet(server.port, `/api/summary?token=${server.token}`, { Host: `localhost:${server.port}` })).status).toBe(200);
+  });
+
+  it('on port 80 the Host browsers send, without the port, is this server too', async (ctx) => {
+    const request = (host: string) => ({ headers: { host } });
+    expect(hostAllowed(request('127.0.0.1'), 80)).toBe(true);
+    expect(hostAllowed(request('localhost'), 80)).toBe(true);
+    expect(hostAllowed(request('127.0.0.1:80'), 80)).toBe(true);
+    expect(hostAllowed(request('evil.example'), 80)).toBe(false);
+    expect(hostAllowed(request('127.0.0.1'), 8080)).toBe(false);
+    // The server itself, where this process may listen on 80 (root, or a lowered unprivileged port floor).
+    let s: ViewServer;
+    try {
+      s = await startViewServer(g, { port: 80 });
+    } catch {
+      return ctx.skip('port 80 cannot be listened on here');
+    }
+    try {
+      expect((await rawGet(80, `/api/summary?token=${s.token}`, { Host: '127.0.0.1' })).status).toBe(200);
+      expect((await rawGet(80, `/api/summary?token=${s.token}`, { Host: 'evil.example' })).status).toBe(403);
+    } finally {
+      await s.close();
+    }
   });
 
   it('the page sets an HttpOnly, SameSite=Strict cookie that then stands for the token; no CORS headers', async () => {
