@@ -13,7 +13,7 @@ import { layerMap, type LayerMap } from './layer-map.js';
 import { arrayPage, metadataEntries, type MetadataEntry } from './metadata-api.js';
 import { SORT_KEYS, TensorIndex } from './tensor-index.js';
 import { DEFAULT_SAMPLE_LIMIT, sampleRows, tensorStats, type TensorStats } from './tensor-stats.js';
-import { hasChatTemplates, hasTokenizer, renderSampleChat, tokenize } from './text-features.js';
+import { hasChatTemplates, renderSampleChat, tokenize, tokenizerOf } from './text-features.js';
 
 export interface ViewServerOptions {
   /** Port on 127.0.0.1; 0 or undefined: a free one. */
@@ -87,6 +87,8 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
   let statsQueue: Promise<unknown> = Promise.resolve();
 
   const tensorIndex = () => (index ??= new TensorIndex(file));
+  let tokenizerState: ReturnType<typeof tokenizerOf> | undefined;
+  const textTokenizer = () => (tokenizerState ??= tokenizerOf(file));
 
   function summary(): string {
     if (summaryJson !== undefined) return summaryJson;
@@ -95,7 +97,8 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     pieces.push(`{"version":${file.version},"endian":"${file.endian}","alignment":${file.alignment},"dataOffset":${file.dataOffset},"fileSize":${file.fileSize}`);
     if (file.parts.length > 1) pieces.push(`,"parts":${JSON.stringify(file.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
     writeSummaryJson(file, (chunk) => pieces.push(chunk));
-    const features = { tokenizer: hasTokenizer(file), chatTemplate: hasChatTemplates(file) };
+    const text = textTokenizer();
+    const features = { tokenizer: 'tokenizer' in text, ...('why' in text ? { tokenizerNote: text.why } : {}), chatTemplate: hasChatTemplates(file) };
     pieces.push(`,"view":${JSON.stringify({ source, mode: file.mode, remote, tensorCount: file.tensorCount, metadataCount: file.metadata.size, features, sampleLimit })}}`);
     return (summaryJson = pieces.join(''));
   }
@@ -176,13 +179,14 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
       return JSON.stringify(page);
     }
     if (path === '/api/tokenize') {
-      if (!hasTokenizer(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'this build of gguf-mmap has no tokenizer');
+      const state = textTokenizer();
+      if ('why' in state) throw new HttpError(501, 'NOT_AVAILABLE', state.why);
       const text = url.searchParams.get('text') ?? '';
       if (text.length > 100_000) throw new HttpError(400, 'BAD_REQUEST', 'text is limited to 100,000 characters');
-      return JSON.stringify(tokenize(file, text, url.searchParams.get('special') === '1'));
+      return JSON.stringify(tokenize(state.tokenizer, text, url.searchParams.get('special') === '1'));
     }
     if (path === '/api/chat') {
-      if (!hasChatTemplates(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'no chat template, or this build of gguf-mmap cannot render one');
+      if (!hasChatTemplates(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'this file has no chat template (tokenizer.chat_template)');
       return JSON.stringify(renderSampleChat(file));
     }
     throw new HttpError(404, 'NOT_FOUND', 'no such endpoint');

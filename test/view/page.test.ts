@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile, type GgufWriteSpec } from '../../lib/index.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import { CHROMIUM_MISSING, launchChromium } from '../../scripts/chromium.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, viewModelSpec } from './view-model.js';
+import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, noVocabularySpec, textModelSpec, viewModelSpec } from './view-model.js';
 import { SAMPLE_CONVERSATION } from '../../lib/view/text-features.js';
 
 const imitation = useHubImitation();
@@ -81,7 +81,7 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     // Markup from the file (the model's name, a tensor's name, a token) never became elements.
     expect(await page.locator('#model-name b, #model-name script, img, main script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
-    expect(await page.locator('#tokenizer-absent').isVisible()).toBe(typeof (g as { tokenizer?: unknown }).tokenizer !== 'function');
+    expect(await page.locator('#tokenizer-absent').isVisible()).toBe(false);
     expect(errors).toEqual([]);
   });
 
@@ -150,37 +150,44 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(errors).toEqual([]);
   });
 
-  it('the tokenizer box and the rendered chat template, where the library has them', async () => {
-    using file = openGguf(g.parts[0]!.path!);
-    const capable = file as unknown as Record<string, unknown>;
-    // Stand-ins where this build has neither (the lead's merge brings them); pieces with markup in them.
-    if (typeof capable.tokenizer !== 'function') {
-      capable.tokenizer = () => ({ encode: (text: string) => Int32Array.from(text.split(' ').map((w) => w.length)), tokenToPiece: (id: number) => `<i>${id}</i>` });
-    }
-    if (typeof capable.applyChatTemplate !== 'function') {
-      capable.applyChatTemplate = (messages: { role: string; content: string }[]) => messages.map((m) => `<${m.role}>${m.content}`).join('');
-    }
-    const tokenizer = (capable.tokenizer as () => { encode(t: string, o: object): ArrayLike<number>; tokenToPiece(id: number, o: object): string })();
+  /** `spec` written and served; its page open. */
+  async function serveSpec(spec: GgufWriteSpec, name: string) {
+    const p = join(tempDir('gguf-mmap-view-page-'), name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
     const s = await startViewServer(file);
-    try {
-      const page = await open(s.url);
-      const text = 'one three seventeen';
-      await page.fill('#tokenizer-input', text);
-      const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial: false }));
-      await expect.poll(() => page.locator('#token-count').textContent()).toBe(`${ids.length} tokens`);
-      expect(await page.locator('#tokens > span').evaluateAll((spans) => spans.map((e) => e.firstChild!.textContent))).toEqual(ids.map((id) => tokenizer.tokenToPiece(id, { special: true })));
-      expect(await page.locator('#tokens i').count()).toBe(0);
-      await expect.poll(() => page.locator('#chat-rendered').textContent()).not.toBe('');
-      const rendered = await page.locator('#chat-rendered').textContent();
-      // What the library renders for the page's sample conversation, shown as text.
-      const applied = (capable.applyChatTemplate as (m: typeof SAMPLE_CONVERSATION, o: object) => string).call(file, SAMPLE_CONVERSATION, { addGenerationPrompt: true });
-      expect(rendered).toBe(applied);
-      expect(await page.locator('#chat-rendered *').count()).toBe(0);
-      expect(errors).toEqual([]);
-      await page.close();
-    } finally {
-      await s.close();
-    }
+    const page = await open(s.url);
+    return { file, page, [Symbol.asyncDispose]: async () => (await page.close(), await s.close(), file.close()) };
+  }
+
+  it('the tokenizer box: the library\'s tokens, an emoji\'s byte tokens as <0xF0>... (as the CLI shows them); the rendered chat template', async () => {
+    await using m = await serveSpec(textModelSpec(), 'text.gguf');
+    const { page, file } = m;
+    const text = 'hi 😀 <b>bold</b>';
+    await page.fill('#tokenizer-input', text);
+    const ids = Array.from(file.tokenizer().encode(text, { addSpecial: true, parseSpecial: false }));
+    await expect.poll(() => page.locator('#token-count').textContent()).toBe(`${ids.length} tokens`);
+    const pieces = await page.locator('#tokens > span').evaluateAll((spans) => spans.map((e) => e.firstChild!.textContent));
+    expect(pieces.filter((p) => p!.startsWith('<0x'))).toEqual(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>']);
+    expect(await page.locator('#tokens > span.bytes').count()).toBe(4);
+    expect(pieces.join('')).not.toContain('\uFFFD');
+    expect(pieces.join('')).toContain('<b>bold</b>');
+    expect(await page.locator('#tokens b').count()).toBe(0);
+    await expect.poll(() => page.locator('#chat-rendered').textContent()).not.toBe('');
+    // What the library renders for the page's sample conversation, shown as text.
+    expect(await page.locator('#chat-rendered').textContent()).toBe(file.applyChatTemplate(SAMPLE_CONVERSATION, { addGenerationPrompt: true }));
+    expect(await page.locator('#chat-rendered *').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('a file without a vocabulary (mmproj, LoRA): no error, the tokenizer box hidden, a line saying there is none', async () => {
+    await using m = await serveSpec(noVocabularySpec(), 'no-vocab.gguf');
+    const { page } = m;
+    expect(await page.locator('#error').isVisible()).toBe(false);
+    expect(await page.locator('#tokenizer-box').isVisible()).toBe(false);
+    expect(await page.locator('#tokenizer-absent').textContent()).toContain('no vocabulary');
+    expect(await page.locator('#chat-absent').isVisible()).toBe(true);
+    expect(errors).toEqual([]);
   });
 
   it('a million tensors: the first rows, scrolling to the middle and a filter', async () => {

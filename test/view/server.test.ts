@@ -1,17 +1,17 @@
 // The viewer's server over plain HTTP: its security rules, and its API against what the library
 // itself says (inspect --json's summary, GgufTensor.dequantize for the statistics).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile, type GgufWriteSpec } from '../../lib/index.js';
 import { hostAllowed } from '../../lib/view/access.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, rawGet, viewModelSpec } from './view-model.js';
+import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, noVocabularySpec, rawGet, textModelSpec, viewModelSpec } from './view-model.js';
 
 function checkStats(got: any, values: Float32Array): void {
   const want = expectedStats(values);
@@ -212,20 +212,6 @@ describe('view server: API', () => {
     expect(found.items.map((i: any) => i.index)).toEqual([29, 290, 291, 292, 293]);
     expect((await api('/api/metadata/general.name')).status).toBe(404);
   });
-
-  it('/api/tokenize and /api/chat: 501 NOT_AVAILABLE until the library has a tokenizer, its answer after', async () => {
-    const tok = await api('/api/tokenize?text=hello');
-    const chat = await api('/api/chat');
-    const file = g as unknown as { tokenizer?: () => { encode(t: string): ArrayLike<number> }; applyChatTemplate?: unknown };
-    if (typeof file.tokenizer === 'function') {
-      expect(tok.status).toBe(200);
-      expect(tok.json.ids).toEqual(Array.from(file.tokenizer().encode('hello')));
-    } else {
-      expect(tok).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
-    }
-    if (typeof file.applyChatTemplate === 'function') expect(chat.status).toBe(200);
-    else expect(chat).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
-  });
 });
 
 describe('view server: a type without a float conversion', () => {
@@ -272,37 +258,55 @@ describe('view server: a split model', () => {
   });
 });
 
-describe('view server: the tokenizer and chat template, when the library has them', () => {
-  it('/api/tokenize and /api/chat answer through GgufFile.tokenizer() and applyChatTemplate()', async () => {
-    using file = openGguf(path);
-    const capable = file as unknown as Record<string, unknown>;
-    // Stand-ins on this one object where this build has neither (the lead's merge brings them).
-    if (typeof capable.tokenizer !== 'function') {
-      capable.tokenizer = () => ({ encode: (text: string) => Int32Array.from(text.split(' ').map((w) => w.length)), tokenToPiece: (id: number) => `<${id}>` });
-    }
-    if (typeof capable.applyChatTemplate !== 'function') {
-      capable.applyChatTemplate = (messages: { role: string; content: string }[], options: { addGenerationPrompt?: boolean }) =>
-        messages.map((m) => `[${m.role}] ${m.content}`).join('\n') + (options.addGenerationPrompt ? '\n[assistant]' : '');
-    }
+describe('view server: the tokenizer and the chat template', () => {
+  async function serve(spec: GgufWriteSpec, name: string) {
+    const p = join(dir, name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
     const s = await startViewServer(file);
-    try {
-      const get = async (p: string) => {
-        const r = await rawGet(s.port, `${p}${p.includes('?') ? '&' : '?'}token=${s.token}`);
-        return { status: r.status, json: JSON.parse(r.body) };
-      };
-      expect((await get('/api/summary')).json.view.features).toEqual({ tokenizer: true, chatTemplate: true });
-      const tokenizer = (capable.tokenizer as () => { encode(t: string, o: object): ArrayLike<number>; tokenToPiece(id: number, o: object): string })();
-      const text = 'a <b>bold</b> move';
-      const tok = await get(`/api/tokenize?text=${encodeURIComponent(text)}`);
-      expect(tok.status).toBe(200);
-      const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial: false }));
-      expect(tok.json).toEqual({ ids, pieces: ids.map((id) => tokenizer.tokenToPiece(id, { special: true })) });
-      const chat = await get('/api/chat');
-      expect(chat.status).toBe(200);
-      expect(chat.json.text).toBe((capable.applyChatTemplate as (m: unknown, o: object) => string)(chat.json.messages, { addGenerationPrompt: true }));
-    } finally {
-      await s.close();
-    }
+    const get = async (q: string) => {
+      const r = await rawGet(s.port, `${q}${q.includes('?') ? '&' : '?'}token=${s.token}`);
+      return { status: r.status, json: JSON.parse(r.body) };
+    };
+    return { path: p, file, get, [Symbol.asyncDispose]: async () => (await s.close(), file.close()) };
+  }
+
+  it('/api/tokenize: the ids of GgufFile.tokenizer(), and pieces as `gguf-mmap tokenize` shows them (an emoji\'s byte tokens as <0xF0>...)', async () => {
+    await using m = await serve(textModelSpec(), 'text.gguf');
+    expect((await m.get('/api/summary')).json.view.features).toEqual({ tokenizer: true, chatTemplate: true });
+    const text = 'hi 😀 <b>bold</b>';
+    const tok = await m.get(`/api/tokenize?text=${encodeURIComponent(text)}`);
+    expect(tok.status).toBe(200);
+    expect(tok.json.ids).toEqual(Array.from(m.file.tokenizer().encode(text, { addSpecial: true, parseSpecial: false })));
+    // The emoji's UTF-8 bytes, one byte token each: not four U+FFFD.
+    const bytes = tok.json.pieces.filter((p: any) => p.bytes).map((p: any) => p.text);
+    expect(bytes).toEqual(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>']);
+    expect(tok.json.pieces.some((p: any) => p.text.includes('\uFFFD'))).toBe(false);
+    // The CLI prints the same pieces: quoted text, bare bytes.
+    const cli = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/lib/cli/cli.js'), 'tokenize', m.path, text], { encoding: 'utf8' });
+    expect(cli.status).toBe(0);
+    const printed = cli.stdout.trimEnd().split('\n').map((line) => line.replace(/^ *\d+ {2}/, ''));
+    expect(printed).toEqual(tok.json.pieces.map((p: any) => (p.bytes ? p.text : `'${p.text}'`)));
+    const chat = await m.get('/api/chat');
+    expect(chat.status).toBe(200);
+    expect(chat.json.text).toBe(m.file.applyChatTemplate(chat.json.messages, { addGenerationPrompt: true }));
+  });
+
+  it('a file without a vocabulary (mmproj, LoRA): the summary says there is no tokenizer; /api/tokenize and /api/chat are 501', async () => {
+    await using m = await serve(noVocabularySpec(), 'no-vocab.gguf');
+    const { features } = (await m.get('/api/summary')).json.view;
+    expect(features).toMatchObject({ tokenizer: false, chatTemplate: false });
+    expect(features.tokenizerNote).toContain('no vocabulary');
+    expect(await m.get('/api/tokenize?text=hi')).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+    expect(await m.get('/api/chat')).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+  });
+
+  it('a vocabulary the library does not support: no tokenizer, and the summary says why', async () => {
+    await using m = await serve({ metadata: [['tokenizer.ggml.model', { type: 'STRING', value: 'plamo2' }], ['tokenizer.ggml.tokens', { type: 'ARRAY', arrayType: 'STRING', value: ['a'] }]], tensors: [] }, 'plamo.gguf');
+    const { features } = (await m.get('/api/summary')).json.view;
+    expect(features.tokenizer).toBe(false);
+    expect(features.tokenizerNote).toContain('plamo2');
+    expect((await m.get('/api/tokenize?text=hi')).status).toBe(501);
   });
 });
 

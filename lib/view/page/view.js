@@ -421,6 +421,7 @@ function setupArrayView() {
 // ---- tokenizer and chat template (when the library has them) --------------------------------
 function setupText(features) {
   $('tokenizer-absent').hidden = features.tokenizer;
+  if (!features.tokenizer) $('tokenizer-absent').textContent = features.tokenizerNote;
   $('tokenizer-box').hidden = !features.tokenizer;
   if (features.tokenizer) {
     let timer;
@@ -428,7 +429,10 @@ function setupText(features) {
       const p = new URLSearchParams({ text: $('tokenizer-input').value, special: $('tokenizer-special').checked ? '1' : '0' });
       const r = await api(`/api/tokenize?${p}`);
       $('token-count').textContent = `${r.ids.length} tokens`;
-      $('tokens').replaceChildren(...r.ids.map((id, i) => el('span', { title: `id ${id}` }, r.pieces[i], el('small', { text: String(id) }))));
+      // A piece that is part of a character (byte-fallback tokens of an emoji) comes as its bytes, <0xF0>, as the CLI shows it.
+      const token = (id, piece) =>
+        el('span', piece.bytes ? { className: 'bytes', title: `id ${id}: bytes of a character split across tokens` } : { title: `id ${id}` }, piece.text, el('small', { text: String(id) }));
+      $('tokens').replaceChildren(...r.ids.map((id, i) => token(id, r.pieces[i])));
     };
     $('tokenizer-input').addEventListener('input', () => {
       clearTimeout(timer);
