@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile, type GgufWriteSpec } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import { CHROMIUM_MISSING, launchChromium } from '../../scripts/chromium.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, noVocabularySpec, textModelSpec, viewModelSpec } from './view-model.js';
+import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, dotNamesSpec, noVocabularySpec, textModelSpec, viewModelSpec } from './view-model.js';
+import { ARRAY_SCAN_BUDGET } from '../../lib/view/metadata-api.js';
 import { SAMPLE_CONVERSATION } from '../../lib/view/text-features.js';
 
 const imitation = useHubImitation();
@@ -145,7 +146,7 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await page.locator('#array-items li').count()).toBe(100);
     await page.fill('#array-filter', 'pwned');
     await expect.poll(() => page.locator('#array-items li').allTextContents()).toEqual([JSON.stringify('<script>window.__pwned=1</script>')]);
-    expect(await page.locator('#chat-template').textContent()).toBe(g.metadata.getString('tokenizer.chat_template'));
+    await expect.poll(() => page.locator('#chat-template').textContent()).toBe(g.metadata.getString('tokenizer.chat_template'));
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(errors).toEqual([]);
   });
@@ -189,6 +190,50 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await page.locator('#chat-absent').isVisible()).toBe(true);
     expect(errors).toEqual([]);
   });
+
+  it('tensors and arrays named . and .. open (the page names them by index, not in a URL path)', async () => {
+    await using m = await serveSpec(dotNamesSpec(), 'dots.gguf');
+    const { page, file } = m;
+    for (const name of ['..', '.']) {
+      await page.click(`.trow[data-name="${name}"]`);
+      await expect.poll(() => page.locator('#tensor-stats [data-stat="max"] dd').textContent()).toBe(String(Math.max(...file.tensor(name)!.dequantize())));
+      expect(await page.locator('#tensor-name').textContent()).toBe(name);
+    }
+    await page.locator('tr[data-key=".."] button').click();
+    await expect.poll(() => page.locator('#array-items li').count()).toBe(20);
+    expect(await page.locator('#array-items li').first().textContent()).toBe('"dotdot0"');
+    expect(errors).toEqual([]);
+  });
+
+  it('a header of many large values: the metadata in pages (more keys on request); a search of a long array in slices', async () => {
+    const n = ARRAY_SCAN_BUDGET * 2 + 10;
+    const spec: GgufWriteSpec = {
+      metadata: [
+        ...Array.from({ length: 12 }, (_, i) => [`big.${i}`, { type: 'STRING', value: 'x'.repeat(300_000) }] as [string, GgufWriteValue]),
+        ['long', { type: 'ARRAY', arrayType: 'STRING', value: Array.from({ length: n }, (_, i) => (i === 5 || i >= n - 3 ? `needle${i}` : 'hay')) }],
+      ],
+      tensors: [],
+    };
+    await using m = await serveSpec(spec, 'big-header.gguf');
+    const { page } = m;
+    const rows = () => page.locator('#metadata-table tr[data-key]').count();
+    const first = await rows();
+    expect(first).toBeLessThan(13);
+    expect(await page.locator('#metadata-count').textContent()).toBe(`${first} of 13 keys`);
+    while (await page.locator('#metadata-more').isVisible()) {
+      const before = await rows();
+      await page.click('#metadata-more');
+      await expect.poll(rows).toBeGreaterThan(before);
+    }
+    expect(await rows()).toBe(13);
+    expect(await page.locator('#metadata-count').textContent()).toBe('13 keys');
+    await page.locator('tr[data-key="long"] button').click();
+    await page.fill('#array-filter', 'needle');
+    // The matches from the first slice and the last, asked for one after another.
+    await expect.poll(() => page.locator('#array-items li').allTextContents()).toEqual([5, n - 3, n - 2, n - 1].map((i) => JSON.stringify(`needle${i}`)));
+    expect(await page.locator('#array-items li').evaluateAll((list) => list.map((li) => (li as unknown as { value: number }).value))).toEqual([5, n - 3, n - 2, n - 1]);
+    expect(errors).toEqual([]);
+  }, 60_000);
 
   it('a million tensors: the first rows, scrolling to the middle and a filter', async () => {
     using big = openGguf(millionTensorFile());

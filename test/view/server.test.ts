@@ -5,13 +5,14 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile, type GgufWriteSpec } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
 import { hostAllowed } from '../../lib/view/access.js';
+import { ARRAY_SCAN_BUDGET, METADATA_PAGE_BYTES } from '../../lib/view/metadata-api.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, noVocabularySpec, rawGet, textModelSpec, viewModelSpec } from './view-model.js';
+import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, dotNamesSpec, noVocabularySpec, rawGet, textModelSpec, viewModelSpec } from './view-model.js';
 
 function checkStats(got: any, values: Float32Array): void {
   const want = expectedStats(values);
@@ -129,7 +130,7 @@ describe('view server: security', () => {
     expect(html).not.toContain('tok1');
     const rows = (await api(`/api/tensors?filter=${encodeURIComponent('<img')}`)).json;
     expect(rows.rows.map((r: any) => r.name)).toEqual([MARKUP_TENSOR]);
-    const detail = await api(`/api/tensors/${encodeURIComponent(MARKUP_TENSOR)}`);
+    const detail = await api(`/api/tensor?name=${encodeURIComponent(MARKUP_TENSOR)}`);
     expect(detail.json.name).toBe(MARKUP_TENSOR);
   });
 });
@@ -164,30 +165,30 @@ describe('view server: API', () => {
     expect((await api('/api/tensors?offset=-1')).status).toBe(400);
   });
 
-  it('/api/tensors/<name>/stats equals the statistics of the library\'s dequantize', async () => {
+  it('/api/tensor/stats equals the statistics of the library\'s dequantize', async () => {
     for (const name of ['blk.0.ffn_down.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight', 'blk.1.attn_k.weight', 'blk.0.attn_norm.weight', MARKUP_TENSOR]) {
-      const { status, json } = await api(`/api/tensors/${encodeURIComponent(name)}/stats`);
+      const { status, json } = await api(`/api/tensor/stats?name=${encodeURIComponent(name)}`);
       expect(status, name).toBe(200);
       expect(json.sampled).toBe(false);
       checkStats(json, g.tensor(name)!.dequantize());
     }
-    const special = (await api('/api/tensors/blk.0.ffn_down.weight/stats')).json;
+    const special = (await api('/api/tensor/stats?name=blk.0.ffn_down.weight')).json;
     expect([special.nan, special.inf, special.posInf, special.negInf, special.zeros > 1]).toEqual([1, 3, 2, 1, true]);
-    expect((await api('/api/tensors/no.such.tensor/stats')).status).toBe(404);
+    expect((await api('/api/tensor/stats?name=no.such.tensor')).status).toBe(404);
   });
 
   it('past the sample limit: the documented rows, the same each time', async () => {
     // output.weight: 300 rows of 256 values, the limit 4096 values: 16 rows, in 16 runs of 1 row.
     const t = g.tensor('output.weight')!;
-    const { json } = await api('/api/tensors/output.weight/stats');
+    const { json } = await api('/api/tensor/stats?name=output.weight');
     expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300 });
     const rows = Array.from({ length: 16 }, (_, r) => Math.floor((r * (300 - 1)) / 15));
     const values = new Float32Array(16 * 256);
     rows.forEach((row, k) => values.set(t.dequantizeRows(row, 1), k * 256));
     checkStats(json, values);
-    const again = (await api('/api/tensors/output.weight/stats')).json;
+    const again = (await api('/api/tensor/stats?name=output.weight')).json;
     expect(again).toEqual(json);
-    const detail = (await api('/api/tensors/output.weight')).json;
+    const detail = (await api('/api/tensor?name=output.weight')).json;
     expect(detail).toMatchObject({ statsSampled: true, statsBytes: 16 * 144, byteRange: [t.fileOffset, t.fileOffset + t.nbytes], blockSize: 256, typeSize: 144 });
   });
 
@@ -200,18 +201,115 @@ describe('view server: API', () => {
     expect(json.others.map((o: any) => o.name)).toEqual(['token_embd.weight', MARKUP_TENSOR, 'output.weight']);
   });
 
-  it('/api/metadata: every key with its type; arrays paged and searchable', async () => {
+  it('/api/metadata: every key with its type, in pages; arrays paged and searchable', async () => {
     const { json } = await api('/api/metadata');
-    expect(json.map((e: any) => e.key)).toEqual([...g.metadata.keys()]);
-    expect(json.find((e: any) => e.key === 'tokenizer.chat_template').value).toBe(CHAT_TEMPLATE);
-    expect(json.find((e: any) => e.key === 'tokenizer.ggml.tokens')).toMatchObject({ type: 'ARRAY', arrayType: 'STRING', length: 300 });
-    const page = (await api('/api/metadata/tokenizer.ggml.tokens?offset=290&limit=50')).json;
+    expect(json).toMatchObject({ total: g.metadata.size, offset: 0, next: null });
+    expect(json.entries.map((e: any) => e.key)).toEqual([...g.metadata.keys()]);
+    expect(json.entries.map((e: any) => e.index)).toEqual([...g.metadata.keys()].map((_, i) => i));
+    expect(json.entries.find((e: any) => e.key === 'tokenizer.chat_template').value).toBe(CHAT_TEMPLATE);
+    const tokens = json.entries.find((e: any) => e.key === 'tokenizer.ggml.tokens');
+    expect(tokens).toMatchObject({ type: 'ARRAY', arrayType: 'STRING', length: 300 });
+    expect((await api('/api/metadata/entry?key=tokenizer.chat_template')).json.value).toBe(CHAT_TEMPLATE);
+    expect((await api('/api/metadata/entry?key=no.such.key')).status).toBe(404);
+    const array = (q: string) => api(`/api/metadata/array?index=${tokens.index}&${q}`);
+    const page = (await array('offset=290&limit=50')).json;
     expect(page.items.map((i: any) => i.value)).toEqual(Array.from({ length: 10 }, (_, i) => `tok${290 + i}`));
-    const found = (await api('/api/metadata/tokenizer.ggml.tokens?filter=tok29&limit=5')).json;
-    expect(found.matched).toBe(11); // tok29, tok290..tok299
+    expect(page.next).toBeNull();
+    const found = (await array('filter=tok29&limit=5')).json;
     expect(found.items.map((i: any) => i.index)).toEqual([29, 290, 291, 292, 293]);
-    expect((await api('/api/metadata/general.name')).status).toBe(404);
+    // The next slice from where this one stopped, by element and byte position.
+    const rest = (await array(`filter=tok29&limit=5&offset=${found.next}&at=${found.nextAt}`)).json;
+    expect(rest.items.map((i: any) => i.index)).toEqual([294, 295, 296, 297, 298]);
+    expect((await api('/api/metadata/array?key=tokenizer.ggml.scores&offset=2&limit=2')).json.items).toEqual([{ index: 2, value: -2 }, { index: 3, value: -3 }]);
+    expect((await api('/api/metadata/array?key=general.name')).status).toBe(404);
   });
+});
+
+describe('view server: any name, any header size, any array length', () => {
+  async function serve(spec: GgufWriteSpec, name: string) {
+    const p = join(dir, name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
+    const s = await startViewServer(file);
+    const raw = (q: string) => rawGet(s.port, `${q}${q.includes('?') ? '&' : '?'}token=${s.token}`);
+    const get = async (q: string) => JSON.parse((await raw(q)).body);
+    return { file, raw, get, [Symbol.asyncDispose]: async () => (await s.close(), file.close()) };
+  }
+
+  it('tensors and arrays named . and .. open by name (a query value) and by index', async () => {
+    await using m = await serve(dotNamesSpec(), 'dots.gguf');
+    for (const [name, index] of [['.', 0], ['..', 1]] as const) {
+      expect((await m.get(`/api/tensor?name=${encodeURIComponent(name)}`)).name).toBe(name);
+      expect((await m.get(`/api/tensor?index=${index}`)).name).toBe(name);
+      checkStats(await m.get(`/api/tensor/stats?name=${encodeURIComponent(name)}`), m.file.tensor(name)!.dequantize());
+    }
+    const entries = (await m.get('/api/metadata')).entries;
+    expect(entries.map((e: any) => [e.index, e.key])).toEqual([[0, '.'], [1, '..'], [2, 'general.architecture']]);
+    expect((await m.get('/api/metadata/array?index=1&offset=18')).items.map((i: any) => i.value)).toEqual(['dotdot18', 'dotdot19']);
+    expect((await m.get('/api/metadata/array?key=.&offset=18')).items.map((i: any) => i.value)).toEqual(['dot18', 'dot19']);
+  });
+
+  it('/api/metadata is paged by size: an 8 MB header in pages of at most 1 MiB, every key once; a long key is cut in the list, its array still opens', async () => {
+    const long = 'k'.repeat(10_000);
+    const spec: GgufWriteSpec = {
+      metadata: [
+        ...Array.from({ length: 40 }, (_, i) => [`big.${i}`, { type: 'STRING', value: String.fromCharCode(97 + (i % 26)).repeat(200_000) }] as [string, GgufWriteValue]),
+        [long, { type: 'ARRAY', arrayType: 'INT32', value: Array.from({ length: 20 }, (_, i) => i) }],
+      ],
+      tensors: [],
+    };
+    await using m = await serve(spec, 'big-header.gguf');
+    const keys: string[] = [];
+    let offset: number | null = 0;
+    let pages = 0;
+    while (offset !== null) {
+      const r = await m.raw(`/api/metadata?offset=${offset}`);
+      expect(r.status).toBe(200);
+      expect(Buffer.byteLength(r.body)).toBeLessThanOrEqual(METADATA_PAGE_BYTES + 200);
+      const page = JSON.parse(r.body);
+      expect(page.total).toBe(41);
+      keys.push(...page.entries.map((e: any) => e.key));
+      for (const e of page.entries) if (e.key.startsWith('big.')) expect(e.value).toHaveLength(200_000);
+      offset = page.next;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(5);
+    expect(keys.slice(0, 40)).toEqual(Array.from({ length: 40 }, (_, i) => `big.${i}`));
+    expect(keys[40]).toBe(long.slice(0, 4096));
+    expect((await m.get('/api/metadata/array?index=40&offset=19')).items).toEqual([{ index: 19, value: 19 }]);
+  });
+
+  it('/api/metadata/array: a search looks at a bounded slice per request, the next one continues; the slices find every match', async () => {
+    const n = ARRAY_SCAN_BUDGET + (ARRAY_SCAN_BUDGET >> 1);
+    const bytes = Array.from({ length: n }, (_, i) => (i * 7) % 251);
+    const strings = Array.from({ length: n }, (_, i) => `s${i % 100_003}`);
+    await using m = await serve({ metadata: [['bytes', { type: 'ARRAY', arrayType: 'UINT8', value: bytes }], ['strings', { type: 'ARRAY', arrayType: 'STRING', value: strings }]], tensors: [] }, 'long-arrays.gguf');
+    for (const [index, values, filter] of [[0, bytes, '250'], [1, strings, '99999']] as const) {
+      const want = (values as readonly (string | number)[]).flatMap((v, i) => (String(v).includes(filter) ? [i] : []));
+      const found: number[] = [];
+      let offset: number | null = 0;
+      let at: number | null = null;
+      let requests = 0;
+      while (offset !== null) {
+        const page: any = await m.get(`/api/metadata/array?index=${index}&filter=${filter}&limit=1000&offset=${offset}${at === null ? '' : `&at=${at}`}`);
+        // Each answer looked at no more than the budget.
+        if (page.next !== null) expect(page.next - offset).toBeLessThanOrEqual(ARRAY_SCAN_BUDGET);
+        found.push(...page.items.map((i: any) => i.index));
+        offset = page.next;
+        at = page.nextAt;
+        requests++;
+      }
+      expect(found).toEqual(want);
+      expect(requests).toBeGreaterThan(1);
+    }
+    // Unfiltered, the last elements of the string array without a position: walked there in slices too.
+    const tail = await m.get(`/api/metadata/array?index=1&offset=${n - 2}`);
+    expect(tail.items).toEqual([]);
+    expect(tail.next).toBe(ARRAY_SCAN_BUDGET);
+    const last = await m.get(`/api/metadata/array?index=1&offset=${n - 2}&from=${tail.next}&at=${tail.nextAt}`);
+    expect(last.items).toEqual([{ index: n - 2, value: strings[n - 2] }, { index: n - 1, value: strings[n - 1] }]);
+    expect(last.next).toBeNull();
+  }, 60_000);
 });
 
 describe('view server: a type without a float conversion', () => {
@@ -223,11 +321,11 @@ describe('view server: a type without a float conversion', () => {
     const s = await startFromIndex(file);
     try {
       const get = async (p: string) => {
-        const r = await rawGet(s.port, `${p}?token=${s.token}`);
+        const r = await rawGet(s.port, `${p}&token=${s.token}`);
         return { status: r.status, json: JSON.parse(r.body) };
       };
-      expect((await get('/api/tensors/ids')).json.canDequantize).toBe(false);
-      expect(await get('/api/tensors/ids/stats')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
+      expect((await get('/api/tensor?name=ids')).json.canDequantize).toBe(false);
+      expect(await get('/api/tensor/stats?name=ids')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
     } finally {
       await s.close();
     }
@@ -249,7 +347,7 @@ describe('view server: a split model', () => {
       expect(t.part).toBe(paths.length - 1);
       const page = await get('/api/tensors?filter=output.weight');
       expect(page.rows).toEqual([{ index: split.tensorCount - 1, name: 'output.weight', type: 'Q4_K', shape: [256, 300], nbytes: t.nbytes, offset: t.offset, part: paths.length - 1 }]);
-      const stats = await get('/api/tensors/output.weight/stats');
+      const stats = await get('/api/tensor/stats?name=output.weight');
       expect(stats.sampled).toBe(false);
       checkStats(stats, g.tensor('output.weight')!.dequantize());
     } finally {
@@ -361,10 +459,10 @@ describe.skipIf(underWine)('view server: a remote model through the Hub imitatio
       const t = remote.tensor('blk.1.ffn_down.weight')!;
       const dataRequests = () => hub.log.filter((r) => r.server === 'cdn' && r.range !== undefined && Number(/bytes=(\d+)/.exec(r.range)![1]) >= remote.dataOffset);
       expect(dataRequests()).toEqual([]);
-      const detail = await get('/api/tensors/blk.1.ffn_down.weight');
+      const detail = await get('/api/tensor?name=blk.1.ffn_down.weight');
       expect(detail).toMatchObject({ remote: true, statsBytes: t.nbytes });
       expect(dataRequests()).toEqual([]);
-      const stats = await get('/api/tensors/blk.1.ffn_down.weight/stats');
+      const stats = await get('/api/tensor/stats?name=blk.1.ffn_down.weight');
       checkStats(stats, g.tensor('blk.1.ffn_down.weight')!.dequantize());
       expect(dataRequests().map((r) => r.range)).toEqual([`bytes=${t.fileOffset}-${t.fileOffset + t.nbytes - 1}`]);
     } finally {

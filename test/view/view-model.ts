@@ -166,3 +166,21 @@ export function noVocabularySpec(): GgufWriteSpec {
     tensors: [{ name: 'v.patch_embd.weight', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) }],
   };
 }
+
+/** Tensors and arrays named `.` and `..` (a URL path drops such segments), among ordinary ones. */
+export function dotNamesSpec(): GgufWriteSpec {
+  const f32 = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);
+  const strings = (prefix: string) => ({ type: 'ARRAY' as const, arrayType: 'STRING' as const, value: Array.from({ length: 20 }, (_, i) => `${prefix}${i}`) });
+  return {
+    metadata: [
+      ['.', strings('dot')],
+      ['..', strings('dotdot')],
+      ['general.architecture', { type: 'STRING', value: 'llama' }],
+    ],
+    tensors: [
+      { name: '.', type: 'F32', shape: [4], data: f32([1, 2, 3, 4]) },
+      { name: '..', type: 'F32', shape: [4], data: f32([5, 6, 7, 9]) },
+      { name: 'a', type: 'F32', shape: [4], data: f32([0, 0, 0, 1]) },
+    ],
+  };
+}
