@@ -92,12 +92,35 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await cells.count()).toBe(2 * 4);
     const names = await cells.evaluateAll((list) => list.map((e) => e.getAttribute('data-name')));
     expect(names.sort()).toEqual(g.tensors.filter((t) => t.name.startsWith('blk.')).map((t) => t.name).sort());
+    // Blocks down, kinds across: block 1's cell of a kind right below block 0's.
+    const box = (name: string) => page.locator(`.layer-cell[data-name="${name}"]`).boundingBox();
+    const [q0, q1, k0] = [await box('blk.0.attn_q.weight'), await box('blk.1.attn_q.weight'), await box('blk.0.attn_k.weight')];
+    expect(q1!.x).toBe(q0!.x);
+    expect(q1!.y).toBeGreaterThan(q0!.y);
+    expect(k0!.y).toBe(q0!.y);
+    expect(k0!.x).toBeGreaterThan(q0!.x);
     const cell = page.locator('.layer-cell[data-name="blk.1.ffn_down.weight"]');
     await cell.hover();
     expect(await page.locator('#tooltip').textContent()).toContain('blk.1.ffn_down.weight');
     await cell.click();
     await page.waitForSelector('#histogram rect');
     expect(await page.locator('#tensor-name').textContent()).toBe('blk.1.ffn_down.weight');
+    expect(errors).toEqual([]);
+  });
+
+  it('the layer map of unusual names (a kind per block): an element per tensor, none per empty slot; each in its block\'s row and its kind\'s column', async () => {
+    const n = 400;
+    const f32 = new Uint8Array(new Float32Array([1]).buffer);
+    await using m = await serveSpec({ metadata: [], tensors: Array.from({ length: n }, (_, i) => ({ name: `blk.${i}.kind${i}.weight`, type: 'F32', shape: [1], data: f32 })) }, 'unusual.gguf');
+    const { page } = m;
+    // A corner-less grid: n kind headings, n block headings, n cells (one element per slot would be n * n).
+    expect(await page.locator('#layer-map > *').count()).toBe(3 * n);
+    expect(await page.locator('.layer-cell').count()).toBe(n);
+    const placed = await page.locator('.layer-cell[data-name="blk.7.kind7.weight"]').evaluate((e) => {
+      const style = (globalThis as unknown as { getComputedStyle(e: unknown): { gridRowStart: string; gridColumnStart: string } }).getComputedStyle(e);
+      return [style.gridRowStart, style.gridColumnStart];
+    });
+    expect(placed).toEqual(['9', '9']);
     expect(errors).toEqual([]);
   });
 

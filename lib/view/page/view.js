@@ -124,33 +124,34 @@ function renderLayers(map) {
   const biggest = Math.max(1, ...map.kinds.map((k) => k.maxBytes));
   const widths = map.kinds.map((k) => Math.max(12, Math.round(110 * Math.sqrt(k.maxBytes / biggest))));
   grid.style.gridTemplateColumns = `40px ${widths.map((w) => `${w}px`).join(' ')}`;
-  grid.append(el('div'));
-  for (const k of map.kinds) grid.append(el('div', { className: 'col-head', text: kindLabel(k.name), title: k.name }));
+  // Every element placed by its row and column: a block without a tensor of some kind leaves its
+  // slot empty, with no element in it (a header of unusual names can have thousands of kinds and
+  // blocks, and one element per slot would be millions).
+  const place = (node, row, column) => {
+    node.style.gridRow = String(row);
+    node.style.gridColumn = String(column);
+    return node;
+  };
+  map.kinds.forEach((k, i) => grid.append(place(el('div', { className: 'col-head', text: kindLabel(k.name), title: k.name }), 1, i + 2)));
   const byBlock = new Map();
   for (const c of map.cells) {
     if (!byBlock.has(c.block)) byBlock.set(c.block, []);
     byBlock.get(c.block).push(c);
   }
-  for (let b = 0; b < map.blocks; b++) {
-    const row = byBlock.get(b);
-    if (row === undefined) continue;
-    grid.append(el('div', { className: 'row-head', text: String(b) }));
-    const cells = new Array(map.kinds.length).fill(undefined);
-    for (const c of row) cells[c.kind] = c;
-    for (const c of cells) {
-      if (c === undefined) {
-        grid.append(el('div'));
-        continue;
-      }
+  const blocks = [...byBlock.keys()].sort((a, b) => a - b);
+  blocks.forEach((b, r) => {
+    const row = r + 2;
+    grid.append(place(el('div', { className: 'row-head', text: String(b) }), row, 1));
+    for (const c of byBlock.get(b)) {
       const cell = el('div', { className: 'layer-cell', 'data-name': c.name, 'data-type': c.type });
       cell.style.background = typeColor(c.type);
       const label = `${c.name}\n${c.type}, ${bytes(c.nbytes)}`;
       cell.addEventListener('mousemove', (e) => tip(e, label));
       cell.addEventListener('mouseleave', (e) => tip(e, undefined));
       cell.addEventListener('click', () => openTensor(c.index, c.name));
-      grid.append(cell);
+      grid.append(place(cell, row, c.kind + 2));
     }
-  }
+  });
   const others = $('layer-others');
   for (const o of map.others) {
     const chip = el('span', { className: 'layer-other', text: o.name, 'data-name': o.name });
