@@ -12,7 +12,7 @@ import { COMMON_HEADERS, hostAllowed, newAccessToken, PAGE_POLICY, tokenCookie, 
 import { layerMap, type LayerMap } from './layer-map.js';
 import { arrayPage, metadataEntry, metadataKeys, metadataPage, type ArrayPage } from './metadata-api.js';
 import { SORT_KEYS, TensorIndex } from './tensor-index.js';
-import { DEFAULT_SAMPLE_LIMIT, sampleRows, tensorStats, type TensorStats } from './tensor-stats.js';
+import { DEFAULT_SAMPLE_LIMIT, samplePlan, tensorStats, type TensorStats } from './tensor-stats.js';
 import { hasChatTemplates, renderSampleChat, tokenize, tokenizerOf } from './text-features.js';
 
 export interface ViewServerOptions {
@@ -118,8 +118,7 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
   }
 
   function tensorDetail(i: number, t: GgufTensor): object {
-    const sample = sampleRows(t.rows, t.rowLength, sampleLimit);
-    const rowBytes = t.rows === 0 ? 0 : t.nbytes / t.rows;
+    const plan = samplePlan(t, sampleLimit);
     return {
       ...tensorIndex().row(i),
       nelements: t.nelements,
@@ -132,8 +131,8 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
       canDequantize: canDequantize(t.type),
       remote,
       // What the statistics read: the whole tensor, or the sampled rows.
-      statsBytes: sample === undefined ? t.nbytes : sample.runStarts.length * sample.rowsPerRun * rowBytes,
-      statsSampled: sample !== undefined,
+      statsBytes: plan === undefined ? t.nbytes : plan.sample.runStarts.length * plan.sample.rowsPerRun * (t.nbytes / plan.rows),
+      statsSampled: plan !== undefined,
     };
   }
 

@@ -181,7 +181,7 @@ describe('view server: API', () => {
     // output.weight: 300 rows of 256 values, the limit 4096 values: 16 rows, in 16 runs of 1 row.
     const t = g.tensor('output.weight')!;
     const { json } = await api('/api/tensor/stats?name=output.weight');
-    expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300 });
+    expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300, rowLength: 256 });
     const rows = Array.from({ length: 16 }, (_, r) => Math.floor((r * (300 - 1)) / 15));
     const values = new Float32Array(16 * 256);
     rows.forEach((row, k) => values.set(t.dequantizeRows(row, 1), k * 256));
@@ -310,6 +310,75 @@ describe('view server: any name, any header size, any array length', () => {
     expect(last.items).toEqual([{ index: n - 2, value: strings[n - 2] }, { index: n - 1, value: strings[n - 1] }]);
     expect(last.next).toBeNull();
   }, 60_000);
+});
+
+/** The values of pieces of `pieceLength` (runs as the sample documents them) from all `values`. */
+function pieceSample(values: Float32Array, pieceLength: number, runs: number, rowsPerRun: number): Float32Array {
+  const pieces = values.length / pieceLength;
+  const out = new Float32Array(runs * rowsPerRun * pieceLength);
+  for (let r = 0; r < runs; r++) {
+    const start = Math.floor((r * (pieces - rowsPerRun)) / (runs - 1));
+    out.set(values.subarray(start * pieceLength, (start + rowsPerRun) * pieceLength), r * rowsPerRun * pieceLength);
+  }
+  return out;
+}
+
+describe('view server: statistics of rows longer than the sample', () => {
+  const hubImitation = useHubImitation();
+  const spec = (): GgufWriteSpec => ({
+    metadata: [],
+    tensors: [
+      { name: 'one-row', type: 'F32', shape: [65536], data: new Uint8Array(Float32Array.from({ length: 65536 }, (_, i) => Math.sin(i * 0.01) * (i % 7)).buffer) },
+      { name: 'long-rows', type: 'Q8_0', shape: [8192, 3], data: (() => { const b = new Uint8Array((8192 * 3 / 32) * 34); for (let i = 0; i < b.length; i++) b[i] = (i * 37) & 0xff; for (let k = 0; k < b.length; k += 34) b.set([0x00, 0x24], k); return b; })() },
+    ],
+  });
+
+  it('a one-row tensor, and rows longer than the sample limit: pieces of rows, the sample\'s size, the documented values', async () => {
+    const p = join(dir, 'long-rows.gguf');
+    writeGgufFile(p, spec());
+    using file = openGguf(p);
+    const s = await startViewServer(file, { sampleLimit: 4096 });
+    try {
+      const get = async (q: string) => JSON.parse((await rawGet(s.port, `${q}&token=${s.token}`)).body);
+      // one-row: 65,536 values; pieces of 64 (4096 / 64 runs); 64 runs of one piece: 4,096 values, not 65,536.
+      const one = await get('/api/tensor/stats?name=one-row');
+      expect(one.sampled).toEqual({ rows: 64, runs: 64, rowsPerRun: 1, of: 1024, rowLength: 64 });
+      expect(one.count).toBe(4096);
+      checkStats(one, pieceSample(file.tensor('one-row')!.dequantize(), 64, 64, 1));
+      expect(await get('/api/tensor?name=one-row')).toMatchObject({ statsSampled: true, statsBytes: 4096 * 4 });
+      // long-rows: Q8_0 rows of 8,192 values in blocks of 32: pieces of 64 (two blocks).
+      const long = await get('/api/tensor/stats?name=long-rows');
+      expect(long.sampled).toEqual({ rows: 64, runs: 64, rowsPerRun: 1, of: 384, rowLength: 64 });
+      checkStats(long, pieceSample(file.tensor('long-rows')!.dequantize(), 64, 64, 1));
+      expect(await get('/api/tensor?name=long-rows')).toMatchObject({ statsSampled: true, statsBytes: 64 * 2 * 34 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it.skipIf(process.platform === 'win32' && process.env.WINEPREFIX !== undefined)('a remote one-row tensor: only the sampled pieces are fetched', async () => {
+    const imitation = hubImitation;
+    imitation.hub.files.set('org/long/model.gguf', { bytes: encodeGguf(spec()) });
+    const remote = await openGgufRemote('hf:org/long/model.gguf', { backoffMs: 1 });
+    const s = await startViewServer(remote, { sampleLimit: 4096 });
+    try {
+      const t = remote.tensor('one-row')!;
+      const before = imitation.hub.log.length;
+      const stats = JSON.parse((await rawGet(s.port, `/api/tensor/stats?name=one-row&token=${s.token}`)).body);
+      expect(stats.count).toBe(4096);
+      const fetched = imitation.hub.log
+        .slice(before)
+        .filter((r) => r.server === 'cdn' && r.range !== undefined)
+        .map((r) => /bytes=(\d+)-(\d+)/.exec(r.range!)!)
+        .filter((m) => Number(m[1]) >= t.fileOffset)
+        .reduce((sum, m) => sum + Number(m[2]) - Number(m[1]) + 1, 0);
+      // The 64 pieces' bytes (16 KiB), not the tensor's 256 KiB.
+      expect(fetched).toBe(4096 * 4);
+    } finally {
+      await s.close();
+      remote.close();
+    }
+  });
 });
 
 describe('view server: a type without a float conversion', () => {

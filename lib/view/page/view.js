@@ -295,8 +295,10 @@ async function openTensor(index, name) {
     return;
   }
   if (generation !== opened) return;
+  // Rows longer than the sample are sampled as pieces of rows.
+  const rows = s.sampled && s.sampled.rowLength !== t.rowLength ? `pieces of ${s.sampled.rowLength.toLocaleString('en-US')} values` : 'rows';
   status.textContent = s.sampled
-    ? `Sampled: ${s.sampled.rows.toLocaleString('en-US')} of ${s.sampled.of.toLocaleString('en-US')} rows (${s.sampled.runs} evenly spaced runs of ${s.sampled.rowsPerRun}), ${s.count.toLocaleString('en-US')} values.`
+    ? `Sampled: ${s.sampled.rows.toLocaleString('en-US')} of ${s.sampled.of.toLocaleString('en-US')} ${rows} (${s.sampled.runs} evenly spaced runs of ${s.sampled.rowsPerRun}), ${s.count.toLocaleString('en-US')} values.`
     : `All ${s.count.toLocaleString('en-US')} values.`;
   status.dataset.sampled = s.sampled ? 'yes' : 'no';
   const stat = (label, value, key) => {
