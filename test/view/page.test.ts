@@ -2,9 +2,11 @@
 // for the file. Without chromium these tests are skipped with a message, except under CI (env CI
 // set), where they fail: CI must run them.
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../lib/cli/inspect.js';
+import { writeLaunchPage } from '../../lib/cli/view-command.js';
 import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import { CHROMIUM_MISSING, launchChromium } from '../../scripts/chromium.js';
@@ -83,6 +85,21 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await page.locator('#model-name b, #model-name script, img, main script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator('#tokenizer-absent').isVisible()).toBe(false);
+    expect(errors).toEqual([]);
+  });
+
+  it('--open\'s page (a file) sends the browser on to the viewer, which loads', async () => {
+    const launch = writeLaunchPage(server.url);
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(pathToFileURL(launch.path).href);
+      await page.waitForSelector('body[data-ready=all]');
+      expect(new URL(page.url()).origin).toBe(new URL(server.url).origin);
+      expect(await page.locator('#model-name').textContent()).toBe(MARKUP_NAME);
+    } finally {
+      await page.close();
+      launch.remove();
+    }
     expect(errors).toEqual([]);
   });
 

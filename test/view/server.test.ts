@@ -1,8 +1,9 @@
 // The viewer's server over plain HTTP: its security rules, and its API against what the library
 // itself says (inspect --json's summary, GgufTensor.dequantize for the statistics).
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
 import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
@@ -539,6 +540,39 @@ describe.skipIf(underWine)('view server: a remote model through the Hub imitatio
       remote.close();
     }
   });
+});
+
+// xdg-open is the opener there: a stand-in on PATH records what the browser would be given.
+describe.skipIf(process.platform !== 'linux')('gguf-mmap view --open', () => {
+  it('starts the browser with a page only this user can read, not the tokened URL (a command line is public); the page is gone after', async () => {
+    const bin = tempDir('gguf-mmap-view-open-');
+    const argvFile = join(bin, 'argv');
+    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${argvFile}'\n`, { mode: 0o755 });
+    const cli = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
+    const child = spawn(process.execPath, [cli, 'view', path, '--open'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await expect.poll(() => existsSync(argvFile) && readFileSync(argvFile, 'utf8').endsWith('\n'), { timeout: 20_000 }).toBe(true);
+      const url = out.trim();
+      const token = new URL(url).searchParams.get('token')!;
+      const argv = readFileSync(argvFile, 'utf8').trimEnd().split('\n');
+      expect(argv).toHaveLength(1);
+      expect(argv[0]).not.toContain(token);
+      const page = argv[0]!;
+      expect(statSync(page).mode & 0o077).toBe(0);
+      expect(statSync(dirname(page)).mode & 0o077).toBe(0);
+      const html = readFileSync(page, 'utf8');
+      expect(html).toContain(`<meta http-equiv="refresh" content="0;url=${url}">`);
+      expect((await rawGet(Number(new URL(url).port), `/api/summary?token=${token}`)).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      expect(existsSync(page)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
 
 // Windows has no signals to send a process (kill ends it at once): this runs where they exist.
