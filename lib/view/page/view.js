@@ -504,9 +504,9 @@ async function main() {
   setupArrayView();
   setupMetadata();
   setupText(summary.view.features);
-  const [layers, metadata] = await Promise.all([api('/api/layers'), api('/api/metadata')]);
-  renderLayers(layers);
-  renderMetadata(metadata);
+  // Each drawn on its own: one failing leaves the other.
+  const drawn = await Promise.allSettled([api('/api/layers').then(renderLayers), api('/api/metadata').then(renderMetadata)]);
+  for (const d of drawn) if (d.status === 'rejected') showError(d.reason);
   document.body.dataset.ready = 'all';
 }
 
