@@ -1,20 +1,7 @@
 import type { GgufFile } from '../file/gguf-file.js';
 import { estimateLine } from './estimate-command.js';
 import type { GgufValue } from '../file/metadata.js';
-
-/** JSON text of a number: -0 stays -0, non-finite floats become their names as strings. */
-function jsonNumber(v: number): string {
-  if (Object.is(v, -0)) return '-0';
-  return Number.isFinite(v) ? String(v) : JSON.stringify(String(v));
-}
-
-/** JSON text of one metadata value; every UINT64/INT64 (`type`) is a decimal string, small ones too. */
-function jsonScalar(value: GgufValue, type: string | undefined): string {
-  if (typeof value === 'bigint' || type === 'UINT64' || type === 'INT64') return JSON.stringify(String(value));
-  if (typeof value === 'number') return jsonNumber(value);
-  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
-  return '[' + Array.from(value as ArrayLike<GgufValue>, (v) => jsonScalar(v, undefined)).join(',') + ']';
-}
+import { hyperparameterNames, jsonScalar, writeSummaryJson } from '../file/summary-json.js';
 
 // Array elements are written in chunks of this many, so no single string grows with the array.
 const JSON_CHUNK = 65536;
@@ -65,36 +52,6 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
     write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
   });
   write(']}\n');
-}
-
-/**
- * summary() as JSON, its hyperparameters spelled as the metadata is (64-bit integers as decimal
- * strings, non-finite floats by name, -0 kept), written from the metadata itself, in file order;
- * absent fields are null.
- */
-export function writeSummaryJson(g: GgufFile, write: (chunk: string) => void): void {
-  const s = g.summary();
-  const field = (v: string | number | undefined) => (v === undefined ? 'null' : JSON.stringify(v));
-  write(`,"summary":{"architecture":${field(s.architecture)},"name":${field(s.name)},"fileType":${field(s.fileType)}`);
-  write(`,"parameters":${s.parameters},"bytes":${s.bytes},"bitsPerWeight":${s.bitsPerWeight},"byType":${JSON.stringify(s.byType)},"hyperparameters":{`);
-  hyperparameterNames(g).forEach((name, i) => {
-    const key = `${s.architecture}.${name}`;
-    const info = g.metadata.info(key)!;
-    const value = info.arrayType === undefined ? jsonScalar(g.metadata.get(key)!, info.type) : `[${Array.from(g.metadata.array(key)!.values(), (v) => jsonScalar(v, info.arrayType)).join(',')}]`;
-    write(`${i === 0 ? '' : ','}${JSON.stringify(name)}:${value}`);
-  });
-  write(`},"vocabularySize":${field(s.vocabularySize)},"parts":${s.parts},"fileBytes":${s.fileBytes}}`);
-}
-
-/** summary()'s hyperparameter names in file order (an object lists integer-like names first). */
-function hyperparameterNames(g: GgufFile): string[] {
-  const { architecture, hyperparameters } = g.summary();
-  const prefix = `${architecture}.`;
-  const names: string[] = [];
-  for (const key of g.metadata.keys()) {
-    if (key.startsWith(prefix) && Object.hasOwn(hyperparameters, key.slice(prefix.length))) names.push(key.slice(prefix.length));
-  }
-  return names;
 }
 
 /**

@@ -2,6 +2,7 @@
 // llama_tokenize), from a local file or a remote header.
 import { readFileSync } from 'node:fs';
 import type { GgufFile } from '../file/gguf-file.js';
+import { pieceDisplay } from '../tokenizer/piece-display.js';
 import { printable } from './inspect.js';
 
 export class TokenizeUsageError extends Error {}
@@ -45,15 +46,10 @@ export function tokenizeInput(args: TokenizeArgs): string {
   return args.text ?? readFileSync(0, 'utf8');
 }
 
-const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** A piece for a terminal: its text escaped (control characters, bidi overrides), or its bytes as <0xXX> when not whole UTF-8. */
+/** A piece for a terminal: its text quoted and escaped (control characters, bidi overrides), or its bytes as <0xXX> when not whole UTF-8. */
 function showPiece(bytes: Uint8Array): string {
-  try {
-    return `'${printable(strict.decode(bytes))}'`;
-  } catch {
-    return Array.from(bytes, (b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`).join('');
-  }
+  const shown = pieceDisplay(bytes);
+  return shown.bytes ? shown.text : `'${printable(shown.text)}'`;
 }
 
 /** The command's output for a text. */

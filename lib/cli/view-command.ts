@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
 import { startViewServer, type ViewServer } from '../view/server.js';
@@ -29,13 +32,27 @@ export function parseViewArgs(args: string[]): ViewArgs {
   return { target: positional[0]!, port, open };
 }
 
-/** The system's way to open a URL in the browser. */
-function openInBrowser(url: string): void {
-  const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url.replace(/&/g, '^&')]] : ['xdg-open', [url]];
+/** The system's way to open a file in the browser. */
+function openInBrowser(path: string): void {
+  const [command, args] = process.platform === 'darwin' ? ['open', [path]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', path]] : ['xdg-open', [path]];
   const child = spawn(command, args as string[], { detached: true, stdio: 'ignore' });
   child.on('error', () => process.stderr.write(`gguf-mmap: could not start a browser (${command}); open the URL above\n`));
   child.unref();
+}
+
+const attribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+
+/**
+ * A page that sends the browser on to `url`, in a new directory only this user can read: the
+ * browser is started with its path, so the token is on no command line (any local user can read
+ * those, in /proc). Removed when the server stops.
+ */
+export function writeLaunchPage(url: string): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'gguf-mmap-view-'));
+  const path = join(dir, 'open.html');
+  const href = attribute(url);
+  writeFileSync(path, `<!doctype html>\n<meta charset="utf-8">\n<meta name="referrer" content="no-referrer">\n<meta http-equiv="refresh" content="0;url=${href}">\n<title>gguf-mmap view</title>\n<a href="${href}">gguf-mmap view</a>\n`, { mode: 0o600 });
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**
@@ -54,11 +71,13 @@ export async function runView(args: ViewArgs, write: (line: string) => void): Pr
     throw error;
   }
   write(`${server.url}\n`);
-  if (args.open) openInBrowser(server.url);
+  const launch = args.open ? writeLaunchPage(server.url) : undefined;
+  if (launch !== undefined) openInBrowser(launch.path);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    launch?.remove();
     server
       .close()
       .finally(() => {

@@ -208,6 +208,19 @@ export class GgufTensor {
     return blockAt(type, this.bytes, index, this.fileOffset, this.littleEndian);
   }
 
+  /**
+   * The same bytes seen as rows of `rowLength` values (a multiple of the block size that divides
+   * the tensor): the viewer samples pieces of rows longer than its sample so. @internal
+   */
+  asRowsOf(rowLength: number): GgufTensor {
+    const { blockSize } = this.ggmlType;
+    if (!Number.isSafeInteger(rowLength) || rowLength <= 0 || rowLength % blockSize !== 0 || this.nelements % rowLength !== 0) {
+      throw new RangeError(`rows of ${rowLength} values do not divide tensor '${this.name}' (${this.nelements} values in blocks of ${blockSize})`);
+    }
+    const record: TensorRecord = { name: this.name, type: this.ggmlType, shape: [rowLength, this.nelements / rowLength], nelements: this.nelements, nbytes: this.nbytes, offset: this.offset, infoOffset: 0 };
+    return new GgufTensor(record, this.fileOffset - this.offset, this.source, this.littleEndian, this.part);
+  }
+
   /** Elements per row: ne[0]. */
   get rowLength(): number {
     return this.shape[0] ?? 1;

@@ -17,10 +17,12 @@ export function tokenCookie(port: number, token: string): string {
 
 /**
  * 403 unless the Host header names this server as 127.0.0.1:PORT or localhost:PORT: a page whose
- * own name resolves to 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
+ * own name resolves to 127.0.0.1 (DNS rebinding) sends its own name, and is refused. On port 80,
+ * HTTP's default, browsers send the name alone.
  */
-export function hostAllowed(request: IncomingMessage, port: number): boolean {
+export function hostAllowed(request: Pick<IncomingMessage, 'headers'>, port: number): boolean {
   const host = request.headers.host;
+  if (port === 80 && (host === '127.0.0.1' || host === 'localhost')) return true;
   return host === `127.0.0.1:${port}` || host === `localhost:${port}`;
 }
 

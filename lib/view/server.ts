@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { writeSummaryJson } from '../cli/inspect.js';
+import { writeSummaryJson } from '../file/summary-json.js';
 import { canDequantize } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
@@ -10,10 +10,10 @@ import type { GgufTensor } from '../file/tensor.js';
 import { packageRoot } from '../package-root.js';
 import { COMMON_HEADERS, hostAllowed, newAccessToken, PAGE_POLICY, tokenCookie, tokenOf } from './access.js';
 import { layerMap, type LayerMap } from './layer-map.js';
-import { arrayPage, metadataEntries, type MetadataEntry } from './metadata-api.js';
+import { arrayPage, metadataEntry, metadataKeys, metadataPage, type ArrayPage } from './metadata-api.js';
 import { SORT_KEYS, TensorIndex } from './tensor-index.js';
-import { DEFAULT_SAMPLE_LIMIT, sampleRows, tensorStats, type TensorStats } from './tensor-stats.js';
-import { hasChatTemplates, hasTokenizer, renderSampleChat, tokenize } from './text-features.js';
+import { DEFAULT_SAMPLE_LIMIT, samplePlan, tensorStats, type TensorStats } from './tensor-stats.js';
+import { hasChatTemplates, renderSampleChat, tokenize, tokenizerOf } from './text-features.js';
 
 export interface ViewServerOptions {
   /** Port on 127.0.0.1; 0 or undefined: a free one. */
@@ -81,12 +81,13 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
   let summaryJson: string | undefined;
   let index: TensorIndex | undefined;
   let layers: LayerMap | undefined;
-  let metadata: MetadataEntry[] | undefined;
   const stats = new Map<number, Promise<TensorStats>>();
   // One statistics job at a time: each holds up to sampleLimit floats (64 MiB at the default).
   let statsQueue: Promise<unknown> = Promise.resolve();
 
   const tensorIndex = () => (index ??= new TensorIndex(file));
+  let tokenizerState: ReturnType<typeof tokenizerOf> | undefined;
+  const textTokenizer = () => (tokenizerState ??= tokenizerOf(file));
 
   function summary(): string {
     if (summaryJson !== undefined) return summaryJson;
@@ -95,26 +96,29 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     pieces.push(`{"version":${file.version},"endian":"${file.endian}","alignment":${file.alignment},"dataOffset":${file.dataOffset},"fileSize":${file.fileSize}`);
     if (file.parts.length > 1) pieces.push(`,"parts":${JSON.stringify(file.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
     writeSummaryJson(file, (chunk) => pieces.push(chunk));
-    const features = { tokenizer: hasTokenizer(file), chatTemplate: hasChatTemplates(file) };
+    const text = textTokenizer();
+    const features = { tokenizer: 'tokenizer' in text, ...('why' in text ? { tokenizerNote: text.why } : {}), chatTemplate: hasChatTemplates(file) };
     pieces.push(`,"view":${JSON.stringify({ source, mode: file.mode, remote, tensorCount: file.tensorCount, metadataCount: file.metadata.size, features, sampleLimit })}}`);
     return (summaryJson = pieces.join(''));
   }
 
-  function tensorNamed(encoded: string): { i: number; tensor: GgufTensor } {
-    let name: string;
-    try {
-      name = decodeURIComponent(encoded);
-    } catch {
-      throw new HttpError(400, 'BAD_REQUEST', 'a tensor name that is not URI-encoded UTF-8');
+  /** The tensor a request names: `index` (its place in file order) or `name` (any name, `.` and `..` too: a query value is not a path segment). */
+  function tensorOf(url: URL): { i: number; tensor: GgufTensor } {
+    const name = url.searchParams.get('name');
+    let i: number;
+    if (name !== null) {
+      i = tensorIndex().find(name);
+      if (i < 0) throw new HttpError(404, 'NOT_FOUND', `no tensor named ${JSON.stringify(name)}`);
+    } else {
+      i = intParam(url, 'index', -1, Number.MAX_SAFE_INTEGER);
+      if (i < 0) throw new HttpError(400, 'BAD_REQUEST', 'a tensor is named by index or name');
+      if (i >= tensorIndex().size) throw new HttpError(404, 'NOT_FOUND', `no tensor ${i} (the file has ${tensorIndex().size})`);
     }
-    const i = tensorIndex().find(name);
-    if (i < 0) throw new HttpError(404, 'NOT_FOUND', `no tensor named ${JSON.stringify(name)}`);
-    return { i, tensor: file.tensor(name)! };
+    return { i, tensor: file.tensor(tensorIndex().row(i).name)! };
   }
 
   function tensorDetail(i: number, t: GgufTensor): object {
-    const sample = sampleRows(t.rows, t.rowLength, sampleLimit);
-    const rowBytes = t.rows === 0 ? 0 : t.nbytes / t.rows;
+    const plan = samplePlan(t, sampleLimit);
     return {
       ...tensorIndex().row(i),
       nelements: t.nelements,
@@ -127,8 +131,8 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
       canDequantize: canDequantize(t.type),
       remote,
       // What the statistics read: the whole tensor, or the sampled rows.
-      statsBytes: sample === undefined ? t.nbytes : sample.runStarts.length * sample.rowsPerRun * rowBytes,
-      statsSampled: sample !== undefined,
+      statsBytes: plan === undefined ? t.nbytes : plan.sample.runStarts.length * plan.sample.rowsPerRun * (t.nbytes / plan.rows),
+      statsSampled: plan !== undefined,
     };
   }
 
@@ -144,6 +148,21 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     return job;
   }
 
+  /** The metadata key a request names: `index` (its place in file order; any key, however long) or `key`. */
+  function metadataIndexOf(url: URL): number {
+    const keys = metadataKeys(file);
+    const key = url.searchParams.get('key');
+    if (key !== null) {
+      const index = keys.indexOf(key);
+      if (index < 0) throw new HttpError(404, 'NOT_FOUND', `no key ${JSON.stringify(key)}`);
+      return index;
+    }
+    const index = intParam(url, 'index', -1, Number.MAX_SAFE_INTEGER);
+    if (index < 0) throw new HttpError(400, 'BAD_REQUEST', 'a key is named by index or key');
+    if (index >= keys.length) throw new HttpError(404, 'NOT_FOUND', `no key ${index} (the file has ${keys.length})`);
+    return index;
+  }
+
   async function api(path: string, url: URL): Promise<string> {
     if (path === '/api/summary') return summary();
     if (path === '/api/tensors') {
@@ -151,38 +170,45 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
       if (!SORT_KEYS.includes(sort.replace(/^-/, '') as never)) throw new HttpError(400, 'BAD_REQUEST', `sort is one of ${SORT_KEYS.join(', ')} (a leading - for descending)`);
       return JSON.stringify(tensorIndex().query(url.searchParams.get('filter') ?? '', sort, intParam(url, 'offset', 0, Number.MAX_SAFE_INTEGER), intParam(url, 'limit', 100, 1000)));
     }
-    if (path.startsWith('/api/tensors/')) {
-      const rest = path.slice('/api/tensors/'.length);
-      if (rest.endsWith('/stats')) {
-        const { i, tensor: t } = tensorNamed(rest.slice(0, -'/stats'.length));
-        const result = await statsOf(i, t);
-        return JSON.stringify({ tensor: t.name, type: t.type, ...result });
-      }
-      if (rest.includes('/')) throw new HttpError(404, 'NOT_FOUND', 'no such endpoint');
-      const { i, tensor } = tensorNamed(rest);
+    if (path === '/api/tensor') {
+      const { i, tensor } = tensorOf(url);
       return JSON.stringify(tensorDetail(i, tensor));
     }
+    if (path === '/api/tensor/stats') {
+      const { i, tensor: t } = tensorOf(url);
+      const result = await statsOf(i, t);
+      return JSON.stringify({ tensor: t.name, type: t.type, ...result });
+    }
     if (path === '/api/layers') return JSON.stringify((layers ??= layerMap(tensorIndex())));
-    if (path === '/api/metadata') return JSON.stringify((metadata ??= metadataEntries(file)));
-    if (path.startsWith('/api/metadata/')) {
-      let key: string;
+    if (path === '/api/metadata') return metadataPage(file, intParam(url, 'offset', 0, Number.MAX_SAFE_INTEGER));
+    if (path === '/api/metadata/entry') {
+      const index = metadataIndexOf(url);
+      return JSON.stringify(metadataEntry(file, index));
+    }
+    if (path === '/api/metadata/array') {
+      const index = metadataIndexOf(url);
+      const offset = intParam(url, 'offset', 0, Number.MAX_SAFE_INTEGER);
+      // Where a STRING array's walk resumes: element `from` (default: offset) at byte `at`.
+      const cursor = url.searchParams.has('at') ? { from: intParam(url, 'from', offset, offset), at: intParam(url, 'at', 0, Number.MAX_SAFE_INTEGER) } : undefined;
+      let page: ArrayPage | undefined;
       try {
-        key = decodeURIComponent(path.slice('/api/metadata/'.length));
-      } catch {
-        throw new HttpError(400, 'BAD_REQUEST', 'a key that is not URI-encoded UTF-8');
+        page = arrayPage(file, index, url.searchParams.get('filter') ?? '', offset, intParam(url, 'limit', 100, 1000), cursor);
+      } catch (error) {
+        if (error instanceof RangeError) throw new HttpError(400, 'BAD_REQUEST', 'at is not the position of an element (give the nextAt of the answer before)');
+        throw error;
       }
-      const page = arrayPage(file, key, url.searchParams.get('filter') ?? '', intParam(url, 'offset', 0, Number.MAX_SAFE_INTEGER), intParam(url, 'limit', 100, 1000));
-      if (page === undefined) throw new HttpError(404, 'NOT_FOUND', `no array named ${JSON.stringify(key)}`);
+      if (page === undefined) throw new HttpError(404, 'NOT_FOUND', `key ${index} is not an array`);
       return JSON.stringify(page);
     }
     if (path === '/api/tokenize') {
-      if (!hasTokenizer(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'this build of gguf-mmap has no tokenizer');
+      const state = textTokenizer();
+      if ('why' in state) throw new HttpError(501, 'NOT_AVAILABLE', state.why);
       const text = url.searchParams.get('text') ?? '';
       if (text.length > 100_000) throw new HttpError(400, 'BAD_REQUEST', 'text is limited to 100,000 characters');
-      return JSON.stringify(tokenize(file, text, url.searchParams.get('special') === '1'));
+      return JSON.stringify(tokenize(state.tokenizer, text, url.searchParams.get('special') === '1'));
     }
     if (path === '/api/chat') {
-      if (!hasChatTemplates(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'no chat template, or this build of gguf-mmap cannot render one');
+      if (!hasChatTemplates(file)) throw new HttpError(501, 'NOT_AVAILABLE', 'this file has no chat template (tokenizer.chat_template)');
       return JSON.stringify(renderSampleChat(file));
     }
     throw new HttpError(404, 'NOT_FOUND', 'no such endpoint');

@@ -14,8 +14,11 @@ const SAMPLE_RUNS = 64;
 export interface TensorStats {
   /** Values looked at (the tensor's elements, or the sample's). */
   count: number;
-  /** False when every value was counted; else which rows were. */
-  sampled: false | { rows: number; runs: number; rowsPerRun: number; of: number };
+  /**
+   * False when every value was counted; else which rows were: rows of `rowLength` values, the
+   * tensor's own, or, where a row is longer than the sample, pieces of its rows.
+   */
+  sampled: false | { rows: number; runs: number; rowsPerRun: number; of: number; rowLength: number };
   /** Values neither NaN nor ±Inf: the histogram's counts sum to this (count - nan - inf). */
   finite: number;
   /** Of the finite values; null when there is none. */
@@ -49,6 +52,28 @@ export function sampleRows(rows: number, rowLength: number, limit: number): { ru
   const runStarts: number[] = [];
   for (let r = 0; r < runs; r++) runStarts.push(runs === 1 ? 0 : Math.floor((r * (rows - rowsPerRun)) / (runs - 1)));
   return { runStarts, rowsPerRun };
+}
+
+/**
+ * The rows a sample is made of: the tensor's rows when one is at most `limit` values; else
+ * pieces of them, the longest multiple of `blockSize` that divides a row and is at most
+ * limit / 64 (at least one block), so that a one-row tensor, or rows longer than the sample, are
+ * sampled as any other and not read whole.
+ */
+export function sampleRowLength(rowLength: number, blockSize: number, limit: number): number {
+  if (rowLength <= limit) return rowLength;
+  const blocks = rowLength / blockSize;
+  for (let d = Math.max(1, Math.min(blocks, Math.floor(limit / SAMPLE_RUNS / blockSize))); d > 1; d--) if (blocks % d === 0) return d * blockSize;
+  return blockSize;
+}
+
+/** What a tensor's statistics read: every value, or the rows (of rowLength values) of `sample`. */
+export function samplePlan(t: { nelements: number; rowLength: number; ggmlType: { blockSize: number } }, limit: number): { rowLength: number; rows: number; sample: { runStarts: number[]; rowsPerRun: number } } | undefined {
+  if (t.nelements <= limit) return undefined;
+  const rowLength = sampleRowLength(t.rowLength, t.ggmlType.blockSize, limit);
+  const rows = t.nelements / rowLength;
+  const sample = sampleRows(rows, rowLength, limit);
+  return sample === undefined ? undefined : { rowLength, rows, sample };
 }
 
 /** The statistics of `values` (see TensorStats; `sampled` is left for the caller). */
@@ -165,11 +190,13 @@ export async function tensorStats(tensor: GgufTensor, limit = DEFAULT_SAMPLE_LIM
   if (!canDequantize(tensor.type)) {
     throw new GgufError('NO_DEQUANTIZER', `tensor '${tensor.name}' is ${tensor.type}, which has no float conversion`, tensor.fileOffset);
   }
-  const sample = sampleRows(tensor.rows, tensor.rowLength, limit);
-  if (sample === undefined) {
+  const plan = samplePlan(tensor, limit);
+  if (plan === undefined) {
     return { ...statsOf(await tensor.dequantizeAsync()), sampled: false };
   }
-  const values = await tensor.gatherRowsAsync(sampleRowIds(sample));
+  const { sample } = plan;
+  const rowsOf = plan.rowLength === tensor.rowLength ? tensor : tensor.asRowsOf(plan.rowLength);
+  const values = await rowsOf.gatherRowsAsync(sampleRowIds(sample));
   const rows = sample.runStarts.length * sample.rowsPerRun;
-  return { ...statsOf(values), sampled: { rows, runs: sample.runStarts.length, rowsPerRun: sample.rowsPerRun, of: tensor.rows } };
+  return { ...statsOf(values), sampled: { rows, runs: sample.runStarts.length, rowsPerRun: sample.rowsPerRun, of: plan.rows, rowLength: plan.rowLength } };
 }

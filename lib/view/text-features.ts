@@ -1,16 +1,7 @@
+import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
-
-// The tokenizer (GgufFile.tokenizer()) and chat templates (GgufFile.applyChatTemplate()) are
-// looked for at run time: the viewer offers them when this build of the library has them, and
-// answers 501 NOT_AVAILABLE otherwise. Only the shapes used here are assumed.
-interface TokenizerLike {
-  encode(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): ArrayLike<number>;
-  tokenToPiece?(id: number, options?: { special?: boolean }): string;
-}
-interface TextCapable {
-  tokenizer?: () => TokenizerLike;
-  applyChatTemplate?: (messages: { role: string; content: string }[], options?: { addGenerationPrompt?: boolean }) => string;
-}
+import { pieceDisplay } from '../tokenizer/piece-display.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
 /** The conversation the page renders the chat template with. */
 export const SAMPLE_CONVERSATION = [
@@ -20,25 +11,35 @@ export const SAMPLE_CONVERSATION = [
   { role: 'user', content: 'Thanks.' },
 ];
 
-export function hasTokenizer(file: GgufFile): boolean {
-  return typeof (file as unknown as TextCapable).tokenizer === 'function';
+// llama.cpp's names for a model without a vocabulary (LLAMA_VOCAB_TYPE_NONE).
+const NO_VOCAB_MODELS = new Set(['none', 'no_vocab']);
+
+/**
+ * The file's tokenizer, or why there is none: no vocabulary at all (an mmproj, a LoRA adapter),
+ * or one the library does not support (UNSUPPORTED_TOKENIZER's message).
+ */
+export function tokenizerOf(file: GgufFile): { tokenizer: Tokenizer } | { why: string } {
+  const model = file.metadata.type('tokenizer.ggml.model') === 'STRING' ? file.metadata.getString('tokenizer.ggml.model')! : undefined;
+  if (model === undefined || NO_VOCAB_MODELS.has(model)) return { why: 'This file has no vocabulary (no tokenizer.ggml.model): no tokenizer.' };
+  try {
+    return { tokenizer: file.tokenizer() };
+  } catch (error) {
+    if (error instanceof GgufError && error.code === 'UNSUPPORTED_TOKENIZER') return { why: `No tokenizer: ${error.message}` };
+    throw error;
+  }
 }
 
 export function hasChatTemplates(file: GgufFile): boolean {
-  return typeof (file as unknown as TextCapable).applyChatTemplate === 'function' && file.metadata.type('tokenizer.chat_template') === 'STRING';
+  return file.metadata.type('tokenizer.chat_template') === 'STRING';
 }
 
-/** `text` as token ids and each token's text. */
-export function tokenize(file: GgufFile, text: string, parseSpecial: boolean): { ids: number[]; pieces: string[] } {
-  const tokenizer = (file as unknown as Required<TextCapable>).tokenizer();
+/** `text` as token ids and each token's piece as pieceDisplay shows it (as `gguf-mmap tokenize` does). */
+export function tokenize(tokenizer: Tokenizer, text: string, parseSpecial: boolean): { ids: number[]; pieces: { text: string; bytes: boolean }[] } {
   const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial }));
-  const tokens = file.metadata.array('tokenizer.ggml.tokens');
-  const pieces = ids.map((id) => (tokenizer.tokenToPiece !== undefined ? tokenizer.tokenToPiece(id, { special: true }) : String(tokens?.at(id) ?? '')));
-  return { ids, pieces };
+  return { ids, pieces: ids.map((id) => pieceDisplay(tokenizer.pieceBytes(id, { special: true }))) };
 }
 
 /** The file's chat template applied to SAMPLE_CONVERSATION, with the generation prompt. */
 export function renderSampleChat(file: GgufFile): { messages: typeof SAMPLE_CONVERSATION; text: string } {
-  const text = (file as unknown as Required<TextCapable>).applyChatTemplate(SAMPLE_CONVERSATION, { addGenerationPrompt: true });
-  return { messages: SAMPLE_CONVERSATION, text };
+  return { messages: SAMPLE_CONVERSATION, text: file.applyChatTemplate(SAMPLE_CONVERSATION, { addGenerationPrompt: true }) };
 }

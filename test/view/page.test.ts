@@ -2,15 +2,18 @@
 // for the file. Without chromium these tests are skipped with a message, except under CI (env CI
 // set), where they fail: CI must run them.
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile } from '../../lib/index.js';
+import { writeLaunchPage } from '../../lib/cli/view-command.js';
+import { encodeGguf, openGguf, openGgufRemote, writeGgufFile, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import { CHROMIUM_MISSING, launchChromium } from '../../scripts/chromium.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, viewModelSpec } from './view-model.js';
+import { expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName, millionTensorFile, dotNamesSpec, noVocabularySpec, textModelSpec, viewModelSpec } from './view-model.js';
+import { ARRAY_SCAN_BUDGET } from '../../lib/view/metadata-api.js';
 import { SAMPLE_CONVERSATION } from '../../lib/view/text-features.js';
 
 const imitation = useHubImitation();
@@ -81,7 +84,22 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     // Markup from the file (the model's name, a tensor's name, a token) never became elements.
     expect(await page.locator('#model-name b, #model-name script, img, main script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
-    expect(await page.locator('#tokenizer-absent').isVisible()).toBe(typeof (g as { tokenizer?: unknown }).tokenizer !== 'function');
+    expect(await page.locator('#tokenizer-absent').isVisible()).toBe(false);
+    expect(errors).toEqual([]);
+  });
+
+  it('--open\'s page (a file) sends the browser on to the viewer, which loads', async () => {
+    const launch = writeLaunchPage(server.url);
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(pathToFileURL(launch.path).href);
+      await page.waitForSelector('body[data-ready=all]');
+      expect(new URL(page.url()).origin).toBe(new URL(server.url).origin);
+      expect(await page.locator('#model-name').textContent()).toBe(MARKUP_NAME);
+    } finally {
+      await page.close();
+      launch.remove();
+    }
     expect(errors).toEqual([]);
   });
 
@@ -91,12 +109,35 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await cells.count()).toBe(2 * 4);
     const names = await cells.evaluateAll((list) => list.map((e) => e.getAttribute('data-name')));
     expect(names.sort()).toEqual(g.tensors.filter((t) => t.name.startsWith('blk.')).map((t) => t.name).sort());
+    // Blocks down, kinds across: block 1's cell of a kind right below block 0's.
+    const box = (name: string) => page.locator(`.layer-cell[data-name="${name}"]`).boundingBox();
+    const [q0, q1, k0] = [await box('blk.0.attn_q.weight'), await box('blk.1.attn_q.weight'), await box('blk.0.attn_k.weight')];
+    expect(q1!.x).toBe(q0!.x);
+    expect(q1!.y).toBeGreaterThan(q0!.y);
+    expect(k0!.y).toBe(q0!.y);
+    expect(k0!.x).toBeGreaterThan(q0!.x);
     const cell = page.locator('.layer-cell[data-name="blk.1.ffn_down.weight"]');
     await cell.hover();
     expect(await page.locator('#tooltip').textContent()).toContain('blk.1.ffn_down.weight');
     await cell.click();
     await page.waitForSelector('#histogram rect');
     expect(await page.locator('#tensor-name').textContent()).toBe('blk.1.ffn_down.weight');
+    expect(errors).toEqual([]);
+  });
+
+  it('the layer map of unusual names (a kind per block): an element per tensor, none per empty slot; each in its block\'s row and its kind\'s column', async () => {
+    const n = 400;
+    const f32 = new Uint8Array(new Float32Array([1]).buffer);
+    await using m = await serveSpec({ metadata: [], tensors: Array.from({ length: n }, (_, i) => ({ name: `blk.${i}.kind${i}.weight`, type: 'F32', shape: [1], data: f32 })) }, 'unusual.gguf');
+    const { page } = m;
+    // A corner-less grid: n kind headings, n block headings, n cells (one element per slot would be n * n).
+    expect(await page.locator('#layer-map > *').count()).toBe(3 * n);
+    expect(await page.locator('.layer-cell').count()).toBe(n);
+    const placed = await page.locator('.layer-cell[data-name="blk.7.kind7.weight"]').evaluate((e) => {
+      const style = (globalThis as unknown as { getComputedStyle(e: unknown): { gridRowStart: string; gridColumnStart: string } }).getComputedStyle(e);
+      return [style.gridRowStart, style.gridColumnStart];
+    });
+    expect(placed).toEqual(['9', '9']);
     expect(errors).toEqual([]);
   });
 
@@ -145,43 +186,94 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await page.locator('#array-items li').count()).toBe(100);
     await page.fill('#array-filter', 'pwned');
     await expect.poll(() => page.locator('#array-items li').allTextContents()).toEqual([JSON.stringify('<script>window.__pwned=1</script>')]);
-    expect(await page.locator('#chat-template').textContent()).toBe(g.metadata.getString('tokenizer.chat_template'));
+    await expect.poll(() => page.locator('#chat-template').textContent()).toBe(g.metadata.getString('tokenizer.chat_template'));
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(errors).toEqual([]);
   });
 
-  it('the tokenizer box and the rendered chat template, where the library has them', async () => {
-    using file = openGguf(g.parts[0]!.path!);
-    const capable = file as unknown as Record<string, unknown>;
-    // Stand-ins where this build has neither (the lead's merge brings them); pieces with markup in them.
-    if (typeof capable.tokenizer !== 'function') {
-      capable.tokenizer = () => ({ encode: (text: string) => Int32Array.from(text.split(' ').map((w) => w.length)), tokenToPiece: (id: number) => `<i>${id}</i>` });
-    }
-    if (typeof capable.applyChatTemplate !== 'function') {
-      capable.applyChatTemplate = (messages: { role: string; content: string }[]) => messages.map((m) => `<${m.role}>${m.content}`).join('');
-    }
-    const tokenizer = (capable.tokenizer as () => { encode(t: string, o: object): ArrayLike<number>; tokenToPiece(id: number, o: object): string })();
+  /** `spec` written and served; its page open. */
+  async function serveSpec(spec: GgufWriteSpec, name: string) {
+    const p = join(tempDir('gguf-mmap-view-page-'), name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
     const s = await startViewServer(file);
-    try {
-      const page = await open(s.url);
-      const text = 'one three seventeen';
-      await page.fill('#tokenizer-input', text);
-      const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial: false }));
-      await expect.poll(() => page.locator('#token-count').textContent()).toBe(`${ids.length} tokens`);
-      expect(await page.locator('#tokens > span').evaluateAll((spans) => spans.map((e) => e.firstChild!.textContent))).toEqual(ids.map((id) => tokenizer.tokenToPiece(id, { special: true })));
-      expect(await page.locator('#tokens i').count()).toBe(0);
-      await expect.poll(() => page.locator('#chat-rendered').textContent()).not.toBe('');
-      const rendered = await page.locator('#chat-rendered').textContent();
-      // What the library renders for the page's sample conversation, shown as text.
-      const applied = (capable.applyChatTemplate as (m: typeof SAMPLE_CONVERSATION, o: object) => string).call(file, SAMPLE_CONVERSATION, { addGenerationPrompt: true });
-      expect(rendered).toBe(applied);
-      expect(await page.locator('#chat-rendered *').count()).toBe(0);
-      expect(errors).toEqual([]);
-      await page.close();
-    } finally {
-      await s.close();
-    }
+    const page = await open(s.url);
+    return { file, page, [Symbol.asyncDispose]: async () => (await page.close(), await s.close(), file.close()) };
+  }
+
+  it('the tokenizer box: the library\'s tokens, an emoji\'s byte tokens as <0xF0>... (as the CLI shows them); the rendered chat template', async () => {
+    await using m = await serveSpec(textModelSpec(), 'text.gguf');
+    const { page, file } = m;
+    const text = 'hi 😀 <b>bold</b>';
+    await page.fill('#tokenizer-input', text);
+    const ids = Array.from(file.tokenizer().encode(text, { addSpecial: true, parseSpecial: false }));
+    await expect.poll(() => page.locator('#token-count').textContent()).toBe(`${ids.length} tokens`);
+    const pieces = await page.locator('#tokens > span').evaluateAll((spans) => spans.map((e) => e.firstChild!.textContent));
+    expect(pieces.filter((p) => p!.startsWith('<0x'))).toEqual(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>']);
+    expect(await page.locator('#tokens > span.bytes').count()).toBe(4);
+    expect(pieces.join('')).not.toContain('\uFFFD');
+    expect(pieces.join('')).toContain('<b>bold</b>');
+    expect(await page.locator('#tokens b').count()).toBe(0);
+    await expect.poll(() => page.locator('#chat-rendered').textContent()).not.toBe('');
+    // What the library renders for the page's sample conversation, shown as text.
+    expect(await page.locator('#chat-rendered').textContent()).toBe(file.applyChatTemplate(SAMPLE_CONVERSATION, { addGenerationPrompt: true }));
+    expect(await page.locator('#chat-rendered *').count()).toBe(0);
+    expect(errors).toEqual([]);
   });
+
+  it('a file without a vocabulary (mmproj, LoRA): no error, the tokenizer box hidden, a line saying there is none', async () => {
+    await using m = await serveSpec(noVocabularySpec(), 'no-vocab.gguf');
+    const { page } = m;
+    expect(await page.locator('#error').isVisible()).toBe(false);
+    expect(await page.locator('#tokenizer-box').isVisible()).toBe(false);
+    expect(await page.locator('#tokenizer-absent').textContent()).toContain('no vocabulary');
+    expect(await page.locator('#chat-absent').isVisible()).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('tensors and arrays named . and .. open (the page names them by index, not in a URL path)', async () => {
+    await using m = await serveSpec(dotNamesSpec(), 'dots.gguf');
+    const { page, file } = m;
+    for (const name of ['..', '.']) {
+      await page.click(`.trow[data-name="${name}"]`);
+      await expect.poll(() => page.locator('#tensor-stats [data-stat="max"] dd').textContent()).toBe(String(Math.max(...file.tensor(name)!.dequantize())));
+      expect(await page.locator('#tensor-name').textContent()).toBe(name);
+    }
+    await page.locator('tr[data-key=".."] button').click();
+    await expect.poll(() => page.locator('#array-items li').count()).toBe(20);
+    expect(await page.locator('#array-items li').first().textContent()).toBe('"dotdot0"');
+    expect(errors).toEqual([]);
+  });
+
+  it('a header of many large values: the metadata in pages (more keys on request); a search of a long array in slices', async () => {
+    const n = ARRAY_SCAN_BUDGET * 2 + 10;
+    const spec: GgufWriteSpec = {
+      metadata: [
+        ...Array.from({ length: 12 }, (_, i) => [`big.${i}`, { type: 'STRING', value: 'x'.repeat(300_000) }] as [string, GgufWriteValue]),
+        ['long', { type: 'ARRAY', arrayType: 'STRING', value: Array.from({ length: n }, (_, i) => (i === 5 || i >= n - 3 ? `needle${i}` : 'hay')) }],
+      ],
+      tensors: [],
+    };
+    await using m = await serveSpec(spec, 'big-header.gguf');
+    const { page } = m;
+    const rows = () => page.locator('#metadata-table tr[data-key]').count();
+    const first = await rows();
+    expect(first).toBeLessThan(13);
+    expect(await page.locator('#metadata-count').textContent()).toBe(`${first} of 13 keys`);
+    while (await page.locator('#metadata-more').isVisible()) {
+      const before = await rows();
+      await page.click('#metadata-more');
+      await expect.poll(rows).toBeGreaterThan(before);
+    }
+    expect(await rows()).toBe(13);
+    expect(await page.locator('#metadata-count').textContent()).toBe('13 keys');
+    await page.locator('tr[data-key="long"] button').click();
+    await page.fill('#array-filter', 'needle');
+    // The matches from the first slice and the last, asked for one after another.
+    await expect.poll(() => page.locator('#array-items li').allTextContents()).toEqual([5, n - 3, n - 2, n - 1].map((i) => JSON.stringify(`needle${i}`)));
+    expect(await page.locator('#array-items li').evaluateAll((list) => list.map((li) => (li as unknown as { value: number }).value))).toEqual([5, n - 3, n - 2, n - 1]);
+    expect(errors).toEqual([]);
+  }, 60_000);
 
   it('a million tensors: the first rows, scrolling to the middle and a filter', async () => {
     using big = openGguf(millionTensorFile());

@@ -1,16 +1,19 @@
 // The viewer's server over plain HTTP: its security rules, and its API against what the library
 // itself says (inspect --json's summary, GgufTensor.dequantize for the statistics).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInspectJson } from '../../lib/cli/inspect.js';
-import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile } from '../../lib/index.js';
+import { encodeGguf, openGguf, openGgufRemote, startViewServer as startFromIndex, writeGgufFile, writeGgufSplit, type GgufFile, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
+import { hostAllowed } from '../../lib/view/access.js';
+import { ARRAY_SCAN_BUDGET, METADATA_PAGE_BYTES } from '../../lib/view/metadata-api.js';
 import { startViewServer, type ViewServer } from '../../lib/view/server.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { tempDir } from '../helpers/tmp.js';
-import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, rawGet, viewModelSpec } from './view-model.js';
+import { CHAT_TEMPLATE, expectedStats, MARKUP_NAME, MARKUP_TENSOR, MILLION, millionName as nameOf, millionTensorFile, dotNamesSpec, noVocabularySpec, rawGet, textModelSpec, viewModelSpec } from './view-model.js';
 
 function checkStats(got: any, values: Float32Array): void {
   const want = expectedStats(values);
@@ -75,6 +78,28 @@ describe('view server: security', () => {
     expect((await rawGet(server.port, `/api/summary?token=${server.token}`, { Host: `localhost:${server.port}` })).status).toBe(200);
   });
 
+  it('on port 80 the Host browsers send, without the port, is this server too', async (ctx) => {
+    const request = (host: string) => ({ headers: { host } });
+    expect(hostAllowed(request('127.0.0.1'), 80)).toBe(true);
+    expect(hostAllowed(request('localhost'), 80)).toBe(true);
+    expect(hostAllowed(request('127.0.0.1:80'), 80)).toBe(true);
+    expect(hostAllowed(request('evil.example'), 80)).toBe(false);
+    expect(hostAllowed(request('127.0.0.1'), 8080)).toBe(false);
+    // The server itself, where this process may listen on 80 (root, or a lowered unprivileged port floor).
+    let s: ViewServer;
+    try {
+      s = await startViewServer(g, { port: 80 });
+    } catch {
+      return ctx.skip('port 80 cannot be listened on here');
+    }
+    try {
+      expect((await rawGet(80, `/api/summary?token=${s.token}`, { Host: '127.0.0.1' })).status).toBe(200);
+      expect((await rawGet(80, `/api/summary?token=${s.token}`, { Host: 'evil.example' })).status).toBe(403);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('the page sets an HttpOnly, SameSite=Strict cookie that then stands for the token; no CORS headers', async () => {
     const page = await rawGet(server.port, `/?token=${server.token}`, { Origin: 'http://evil.example' });
     expect(page.status).toBe(200);
@@ -106,7 +131,7 @@ describe('view server: security', () => {
     expect(html).not.toContain('tok1');
     const rows = (await api(`/api/tensors?filter=${encodeURIComponent('<img')}`)).json;
     expect(rows.rows.map((r: any) => r.name)).toEqual([MARKUP_TENSOR]);
-    const detail = await api(`/api/tensors/${encodeURIComponent(MARKUP_TENSOR)}`);
+    const detail = await api(`/api/tensor?name=${encodeURIComponent(MARKUP_TENSOR)}`);
     expect(detail.json.name).toBe(MARKUP_TENSOR);
   });
 });
@@ -141,30 +166,30 @@ describe('view server: API', () => {
     expect((await api('/api/tensors?offset=-1')).status).toBe(400);
   });
 
-  it('/api/tensors/<name>/stats equals the statistics of the library\'s dequantize', async () => {
+  it('/api/tensor/stats equals the statistics of the library\'s dequantize', async () => {
     for (const name of ['blk.0.ffn_down.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight', 'blk.1.attn_k.weight', 'blk.0.attn_norm.weight', MARKUP_TENSOR]) {
-      const { status, json } = await api(`/api/tensors/${encodeURIComponent(name)}/stats`);
+      const { status, json } = await api(`/api/tensor/stats?name=${encodeURIComponent(name)}`);
       expect(status, name).toBe(200);
       expect(json.sampled).toBe(false);
       checkStats(json, g.tensor(name)!.dequantize());
     }
-    const special = (await api('/api/tensors/blk.0.ffn_down.weight/stats')).json;
+    const special = (await api('/api/tensor/stats?name=blk.0.ffn_down.weight')).json;
     expect([special.nan, special.inf, special.posInf, special.negInf, special.zeros > 1]).toEqual([1, 3, 2, 1, true]);
-    expect((await api('/api/tensors/no.such.tensor/stats')).status).toBe(404);
+    expect((await api('/api/tensor/stats?name=no.such.tensor')).status).toBe(404);
   });
 
   it('past the sample limit: the documented rows, the same each time', async () => {
     // output.weight: 300 rows of 256 values, the limit 4096 values: 16 rows, in 16 runs of 1 row.
     const t = g.tensor('output.weight')!;
-    const { json } = await api('/api/tensors/output.weight/stats');
-    expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300 });
+    const { json } = await api('/api/tensor/stats?name=output.weight');
+    expect(json.sampled).toEqual({ rows: 16, runs: 16, rowsPerRun: 1, of: 300, rowLength: 256 });
     const rows = Array.from({ length: 16 }, (_, r) => Math.floor((r * (300 - 1)) / 15));
     const values = new Float32Array(16 * 256);
     rows.forEach((row, k) => values.set(t.dequantizeRows(row, 1), k * 256));
     checkStats(json, values);
-    const again = (await api('/api/tensors/output.weight/stats')).json;
+    const again = (await api('/api/tensor/stats?name=output.weight')).json;
     expect(again).toEqual(json);
-    const detail = (await api('/api/tensors/output.weight')).json;
+    const detail = (await api('/api/tensor?name=output.weight')).json;
     expect(detail).toMatchObject({ statsSampled: true, statsBytes: 16 * 144, byteRange: [t.fileOffset, t.fileOffset + t.nbytes], blockSize: 256, typeSize: 144 });
   });
 
@@ -177,31 +202,183 @@ describe('view server: API', () => {
     expect(json.others.map((o: any) => o.name)).toEqual(['token_embd.weight', MARKUP_TENSOR, 'output.weight']);
   });
 
-  it('/api/metadata: every key with its type; arrays paged and searchable', async () => {
+  it('/api/metadata: every key with its type, in pages; arrays paged and searchable', async () => {
     const { json } = await api('/api/metadata');
-    expect(json.map((e: any) => e.key)).toEqual([...g.metadata.keys()]);
-    expect(json.find((e: any) => e.key === 'tokenizer.chat_template').value).toBe(CHAT_TEMPLATE);
-    expect(json.find((e: any) => e.key === 'tokenizer.ggml.tokens')).toMatchObject({ type: 'ARRAY', arrayType: 'STRING', length: 300 });
-    const page = (await api('/api/metadata/tokenizer.ggml.tokens?offset=290&limit=50')).json;
+    expect(json).toMatchObject({ total: g.metadata.size, offset: 0, next: null });
+    expect(json.entries.map((e: any) => e.key)).toEqual([...g.metadata.keys()]);
+    expect(json.entries.map((e: any) => e.index)).toEqual([...g.metadata.keys()].map((_, i) => i));
+    expect(json.entries.find((e: any) => e.key === 'tokenizer.chat_template').value).toBe(CHAT_TEMPLATE);
+    const tokens = json.entries.find((e: any) => e.key === 'tokenizer.ggml.tokens');
+    expect(tokens).toMatchObject({ type: 'ARRAY', arrayType: 'STRING', length: 300 });
+    expect((await api('/api/metadata/entry?key=tokenizer.chat_template')).json.value).toBe(CHAT_TEMPLATE);
+    expect((await api('/api/metadata/entry?key=no.such.key')).status).toBe(404);
+    const array = (q: string) => api(`/api/metadata/array?index=${tokens.index}&${q}`);
+    const page = (await array('offset=290&limit=50')).json;
     expect(page.items.map((i: any) => i.value)).toEqual(Array.from({ length: 10 }, (_, i) => `tok${290 + i}`));
-    const found = (await api('/api/metadata/tokenizer.ggml.tokens?filter=tok29&limit=5')).json;
-    expect(found.matched).toBe(11); // tok29, tok290..tok299
+    expect(page.next).toBeNull();
+    const found = (await array('filter=tok29&limit=5')).json;
     expect(found.items.map((i: any) => i.index)).toEqual([29, 290, 291, 292, 293]);
-    expect((await api('/api/metadata/general.name')).status).toBe(404);
+    // The next slice from where this one stopped, by element and byte position.
+    const rest = (await array(`filter=tok29&limit=5&offset=${found.next}&at=${found.nextAt}`)).json;
+    expect(rest.items.map((i: any) => i.index)).toEqual([294, 295, 296, 297, 298]);
+    expect((await api('/api/metadata/array?key=tokenizer.ggml.scores&offset=2&limit=2')).json.items).toEqual([{ index: 2, value: -2 }, { index: 3, value: -3 }]);
+    expect((await api('/api/metadata/array?key=general.name')).status).toBe(404);
+  });
+});
+
+describe('view server: any name, any header size, any array length', () => {
+  async function serve(spec: GgufWriteSpec, name: string) {
+    const p = join(dir, name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
+    const s = await startViewServer(file);
+    const raw = (q: string) => rawGet(s.port, `${q}${q.includes('?') ? '&' : '?'}token=${s.token}`);
+    const get = async (q: string) => JSON.parse((await raw(q)).body);
+    return { file, raw, get, [Symbol.asyncDispose]: async () => (await s.close(), file.close()) };
+  }
+
+  it('tensors and arrays named . and .. open by name (a query value) and by index', async () => {
+    await using m = await serve(dotNamesSpec(), 'dots.gguf');
+    for (const [name, index] of [['.', 0], ['..', 1]] as const) {
+      expect((await m.get(`/api/tensor?name=${encodeURIComponent(name)}`)).name).toBe(name);
+      expect((await m.get(`/api/tensor?index=${index}`)).name).toBe(name);
+      checkStats(await m.get(`/api/tensor/stats?name=${encodeURIComponent(name)}`), m.file.tensor(name)!.dequantize());
+    }
+    const entries = (await m.get('/api/metadata')).entries;
+    expect(entries.map((e: any) => [e.index, e.key])).toEqual([[0, '.'], [1, '..'], [2, 'general.architecture']]);
+    expect((await m.get('/api/metadata/array?index=1&offset=18')).items.map((i: any) => i.value)).toEqual(['dotdot18', 'dotdot19']);
+    expect((await m.get('/api/metadata/array?key=.&offset=18')).items.map((i: any) => i.value)).toEqual(['dot18', 'dot19']);
   });
 
-  it('/api/tokenize and /api/chat: 501 NOT_AVAILABLE until the library has a tokenizer, its answer after', async () => {
-    const tok = await api('/api/tokenize?text=hello');
-    const chat = await api('/api/chat');
-    const file = g as unknown as { tokenizer?: () => { encode(t: string): ArrayLike<number> }; applyChatTemplate?: unknown };
-    if (typeof file.tokenizer === 'function') {
-      expect(tok.status).toBe(200);
-      expect(tok.json.ids).toEqual(Array.from(file.tokenizer().encode('hello')));
-    } else {
-      expect(tok).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+  it('/api/metadata is paged by size: an 8 MB header in pages of at most 1 MiB, every key once; a long key is cut in the list, its array still opens', async () => {
+    const long = 'k'.repeat(10_000);
+    const spec: GgufWriteSpec = {
+      metadata: [
+        ...Array.from({ length: 40 }, (_, i) => [`big.${i}`, { type: 'STRING', value: String.fromCharCode(97 + (i % 26)).repeat(200_000) }] as [string, GgufWriteValue]),
+        [long, { type: 'ARRAY', arrayType: 'INT32', value: Array.from({ length: 20 }, (_, i) => i) }],
+      ],
+      tensors: [],
+    };
+    await using m = await serve(spec, 'big-header.gguf');
+    const keys: string[] = [];
+    let offset: number | null = 0;
+    let pages = 0;
+    while (offset !== null) {
+      const r = await m.raw(`/api/metadata?offset=${offset}`);
+      expect(r.status).toBe(200);
+      expect(Buffer.byteLength(r.body)).toBeLessThanOrEqual(METADATA_PAGE_BYTES + 200);
+      const page = JSON.parse(r.body);
+      expect(page.total).toBe(41);
+      keys.push(...page.entries.map((e: any) => e.key));
+      for (const e of page.entries) if (e.key.startsWith('big.')) expect(e.value).toHaveLength(200_000);
+      offset = page.next;
+      pages++;
     }
-    if (typeof file.applyChatTemplate === 'function') expect(chat.status).toBe(200);
-    else expect(chat).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+    expect(pages).toBeGreaterThan(5);
+    expect(keys.slice(0, 40)).toEqual(Array.from({ length: 40 }, (_, i) => `big.${i}`));
+    expect(keys[40]).toBe(long.slice(0, 4096));
+    expect((await m.get('/api/metadata/array?index=40&offset=19')).items).toEqual([{ index: 19, value: 19 }]);
+  });
+
+  it('/api/metadata/array: a search looks at a bounded slice per request, the next one continues; the slices find every match', async () => {
+    const n = ARRAY_SCAN_BUDGET + (ARRAY_SCAN_BUDGET >> 1);
+    const bytes = Array.from({ length: n }, (_, i) => (i * 7) % 251);
+    const strings = Array.from({ length: n }, (_, i) => `s${i % 100_003}`);
+    await using m = await serve({ metadata: [['bytes', { type: 'ARRAY', arrayType: 'UINT8', value: bytes }], ['strings', { type: 'ARRAY', arrayType: 'STRING', value: strings }]], tensors: [] }, 'long-arrays.gguf');
+    for (const [index, values, filter] of [[0, bytes, '250'], [1, strings, '99999']] as const) {
+      const want = (values as readonly (string | number)[]).flatMap((v, i) => (String(v).includes(filter) ? [i] : []));
+      const found: number[] = [];
+      let offset: number | null = 0;
+      let at: number | null = null;
+      let requests = 0;
+      while (offset !== null) {
+        const page: any = await m.get(`/api/metadata/array?index=${index}&filter=${filter}&limit=1000&offset=${offset}${at === null ? '' : `&at=${at}`}`);
+        // Each answer looked at no more than the budget.
+        if (page.next !== null) expect(page.next - offset).toBeLessThanOrEqual(ARRAY_SCAN_BUDGET);
+        found.push(...page.items.map((i: any) => i.index));
+        offset = page.next;
+        at = page.nextAt;
+        requests++;
+      }
+      expect(found).toEqual(want);
+      expect(requests).toBeGreaterThan(1);
+    }
+    // Unfiltered, the last elements of the string array without a position: walked there in slices too.
+    const tail = await m.get(`/api/metadata/array?index=1&offset=${n - 2}`);
+    expect(tail.items).toEqual([]);
+    expect(tail.next).toBe(ARRAY_SCAN_BUDGET);
+    const last = await m.get(`/api/metadata/array?index=1&offset=${n - 2}&from=${tail.next}&at=${tail.nextAt}`);
+    expect(last.items).toEqual([{ index: n - 2, value: strings[n - 2] }, { index: n - 1, value: strings[n - 1] }]);
+    expect(last.next).toBeNull();
+  }, 60_000);
+});
+
+/** The values of pieces of `pieceLength` (runs as the sample documents them) from all `values`. */
+function pieceSample(values: Float32Array, pieceLength: number, runs: number, rowsPerRun: number): Float32Array {
+  const pieces = values.length / pieceLength;
+  const out = new Float32Array(runs * rowsPerRun * pieceLength);
+  for (let r = 0; r < runs; r++) {
+    const start = Math.floor((r * (pieces - rowsPerRun)) / (runs - 1));
+    out.set(values.subarray(start * pieceLength, (start + rowsPerRun) * pieceLength), r * rowsPerRun * pieceLength);
+  }
+  return out;
+}
+
+describe('view server: statistics of rows longer than the sample', () => {
+  const hubImitation = useHubImitation();
+  const spec = (): GgufWriteSpec => ({
+    metadata: [],
+    tensors: [
+      { name: 'one-row', type: 'F32', shape: [65536], data: new Uint8Array(Float32Array.from({ length: 65536 }, (_, i) => Math.sin(i * 0.01) * (i % 7)).buffer) },
+      { name: 'long-rows', type: 'Q8_0', shape: [8192, 3], data: (() => { const b = new Uint8Array((8192 * 3 / 32) * 34); for (let i = 0; i < b.length; i++) b[i] = (i * 37) & 0xff; for (let k = 0; k < b.length; k += 34) b.set([0x00, 0x24], k); return b; })() },
+    ],
+  });
+
+  it('a one-row tensor, and rows longer than the sample limit: pieces of rows, the sample\'s size, the documented values', async () => {
+    const p = join(dir, 'long-rows.gguf');
+    writeGgufFile(p, spec());
+    using file = openGguf(p);
+    const s = await startViewServer(file, { sampleLimit: 4096 });
+    try {
+      const get = async (q: string) => JSON.parse((await rawGet(s.port, `${q}&token=${s.token}`)).body);
+      // one-row: 65,536 values; pieces of 64 (4096 / 64 runs); 64 runs of one piece: 4,096 values, not 65,536.
+      const one = await get('/api/tensor/stats?name=one-row');
+      expect(one.sampled).toEqual({ rows: 64, runs: 64, rowsPerRun: 1, of: 1024, rowLength: 64 });
+      expect(one.count).toBe(4096);
+      checkStats(one, pieceSample(file.tensor('one-row')!.dequantize(), 64, 64, 1));
+      expect(await get('/api/tensor?name=one-row')).toMatchObject({ statsSampled: true, statsBytes: 4096 * 4 });
+      // long-rows: Q8_0 rows of 8,192 values in blocks of 32: pieces of 64 (two blocks).
+      const long = await get('/api/tensor/stats?name=long-rows');
+      expect(long.sampled).toEqual({ rows: 64, runs: 64, rowsPerRun: 1, of: 384, rowLength: 64 });
+      checkStats(long, pieceSample(file.tensor('long-rows')!.dequantize(), 64, 64, 1));
+      expect(await get('/api/tensor?name=long-rows')).toMatchObject({ statsSampled: true, statsBytes: 64 * 2 * 34 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it.skipIf(process.platform === 'win32' && process.env.WINEPREFIX !== undefined)('a remote one-row tensor: only the sampled pieces are fetched', async () => {
+    const imitation = hubImitation;
+    imitation.hub.files.set('org/long/model.gguf', { bytes: encodeGguf(spec()) });
+    const remote = await openGgufRemote('hf:org/long/model.gguf', { backoffMs: 1 });
+    const s = await startViewServer(remote, { sampleLimit: 4096 });
+    try {
+      const t = remote.tensor('one-row')!;
+      const before = imitation.hub.log.length;
+      const stats = JSON.parse((await rawGet(s.port, `/api/tensor/stats?name=one-row&token=${s.token}`)).body);
+      expect(stats.count).toBe(4096);
+      const fetched = imitation.hub.log
+        .slice(before)
+        .filter((r) => r.server === 'cdn' && r.range !== undefined)
+        .map((r) => /bytes=(\d+)-(\d+)/.exec(r.range!)!)
+        .filter((m) => Number(m[1]) >= t.fileOffset)
+        .reduce((sum, m) => sum + Number(m[2]) - Number(m[1]) + 1, 0);
+      // The 64 pieces' bytes (16 KiB), not the tensor's 256 KiB.
+      expect(fetched).toBe(4096 * 4);
+    } finally {
+      await s.close();
+      remote.close();
+    }
   });
 });
 
@@ -214,11 +391,11 @@ describe('view server: a type without a float conversion', () => {
     const s = await startFromIndex(file);
     try {
       const get = async (p: string) => {
-        const r = await rawGet(s.port, `${p}?token=${s.token}`);
+        const r = await rawGet(s.port, `${p}&token=${s.token}`);
         return { status: r.status, json: JSON.parse(r.body) };
       };
-      expect((await get('/api/tensors/ids')).json.canDequantize).toBe(false);
-      expect(await get('/api/tensors/ids/stats')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
+      expect((await get('/api/tensor?name=ids')).json.canDequantize).toBe(false);
+      expect(await get('/api/tensor/stats?name=ids')).toMatchObject({ status: 422, json: { error: { code: 'NO_DEQUANTIZER' } } });
     } finally {
       await s.close();
     }
@@ -240,7 +417,7 @@ describe('view server: a split model', () => {
       expect(t.part).toBe(paths.length - 1);
       const page = await get('/api/tensors?filter=output.weight');
       expect(page.rows).toEqual([{ index: split.tensorCount - 1, name: 'output.weight', type: 'Q4_K', shape: [256, 300], nbytes: t.nbytes, offset: t.offset, part: paths.length - 1 }]);
-      const stats = await get('/api/tensors/output.weight/stats');
+      const stats = await get('/api/tensor/stats?name=output.weight');
       expect(stats.sampled).toBe(false);
       checkStats(stats, g.tensor('output.weight')!.dequantize());
     } finally {
@@ -249,37 +426,55 @@ describe('view server: a split model', () => {
   });
 });
 
-describe('view server: the tokenizer and chat template, when the library has them', () => {
-  it('/api/tokenize and /api/chat answer through GgufFile.tokenizer() and applyChatTemplate()', async () => {
-    using file = openGguf(path);
-    const capable = file as unknown as Record<string, unknown>;
-    // Stand-ins on this one object where this build has neither (the lead's merge brings them).
-    if (typeof capable.tokenizer !== 'function') {
-      capable.tokenizer = () => ({ encode: (text: string) => Int32Array.from(text.split(' ').map((w) => w.length)), tokenToPiece: (id: number) => `<${id}>` });
-    }
-    if (typeof capable.applyChatTemplate !== 'function') {
-      capable.applyChatTemplate = (messages: { role: string; content: string }[], options: { addGenerationPrompt?: boolean }) =>
-        messages.map((m) => `[${m.role}] ${m.content}`).join('\n') + (options.addGenerationPrompt ? '\n[assistant]' : '');
-    }
+describe('view server: the tokenizer and the chat template', () => {
+  async function serve(spec: GgufWriteSpec, name: string) {
+    const p = join(dir, name);
+    writeGgufFile(p, spec);
+    const file = openGguf(p);
     const s = await startViewServer(file);
-    try {
-      const get = async (p: string) => {
-        const r = await rawGet(s.port, `${p}${p.includes('?') ? '&' : '?'}token=${s.token}`);
-        return { status: r.status, json: JSON.parse(r.body) };
-      };
-      expect((await get('/api/summary')).json.view.features).toEqual({ tokenizer: true, chatTemplate: true });
-      const tokenizer = (capable.tokenizer as () => { encode(t: string, o: object): ArrayLike<number>; tokenToPiece(id: number, o: object): string })();
-      const text = 'a <b>bold</b> move';
-      const tok = await get(`/api/tokenize?text=${encodeURIComponent(text)}`);
-      expect(tok.status).toBe(200);
-      const ids = Array.from(tokenizer.encode(text, { addSpecial: true, parseSpecial: false }));
-      expect(tok.json).toEqual({ ids, pieces: ids.map((id) => tokenizer.tokenToPiece(id, { special: true })) });
-      const chat = await get('/api/chat');
-      expect(chat.status).toBe(200);
-      expect(chat.json.text).toBe((capable.applyChatTemplate as (m: unknown, o: object) => string)(chat.json.messages, { addGenerationPrompt: true }));
-    } finally {
-      await s.close();
-    }
+    const get = async (q: string) => {
+      const r = await rawGet(s.port, `${q}${q.includes('?') ? '&' : '?'}token=${s.token}`);
+      return { status: r.status, json: JSON.parse(r.body) };
+    };
+    return { path: p, file, get, [Symbol.asyncDispose]: async () => (await s.close(), file.close()) };
+  }
+
+  it('/api/tokenize: the ids of GgufFile.tokenizer(), and pieces as `gguf-mmap tokenize` shows them (an emoji\'s byte tokens as <0xF0>...)', async () => {
+    await using m = await serve(textModelSpec(), 'text.gguf');
+    expect((await m.get('/api/summary')).json.view.features).toEqual({ tokenizer: true, chatTemplate: true });
+    const text = 'hi 😀 <b>bold</b>';
+    const tok = await m.get(`/api/tokenize?text=${encodeURIComponent(text)}`);
+    expect(tok.status).toBe(200);
+    expect(tok.json.ids).toEqual(Array.from(m.file.tokenizer().encode(text, { addSpecial: true, parseSpecial: false })));
+    // The emoji's UTF-8 bytes, one byte token each: not four U+FFFD.
+    const bytes = tok.json.pieces.filter((p: any) => p.bytes).map((p: any) => p.text);
+    expect(bytes).toEqual(['<0xF0>', '<0x9F>', '<0x98>', '<0x80>']);
+    expect(tok.json.pieces.some((p: any) => p.text.includes('\uFFFD'))).toBe(false);
+    // The CLI prints the same pieces: quoted text, bare bytes.
+    const cli = spawnSync(process.execPath, [join(import.meta.dirname, '../../dist/lib/cli/cli.js'), 'tokenize', m.path, text], { encoding: 'utf8' });
+    expect(cli.status).toBe(0);
+    const printed = cli.stdout.trimEnd().split('\n').map((line) => line.replace(/^ *\d+ {2}/, ''));
+    expect(printed).toEqual(tok.json.pieces.map((p: any) => (p.bytes ? p.text : `'${p.text}'`)));
+    const chat = await m.get('/api/chat');
+    expect(chat.status).toBe(200);
+    expect(chat.json.text).toBe(m.file.applyChatTemplate(chat.json.messages, { addGenerationPrompt: true }));
+  });
+
+  it('a file without a vocabulary (mmproj, LoRA): the summary says there is no tokenizer; /api/tokenize and /api/chat are 501', async () => {
+    await using m = await serve(noVocabularySpec(), 'no-vocab.gguf');
+    const { features } = (await m.get('/api/summary')).json.view;
+    expect(features).toMatchObject({ tokenizer: false, chatTemplate: false });
+    expect(features.tokenizerNote).toContain('no vocabulary');
+    expect(await m.get('/api/tokenize?text=hi')).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+    expect(await m.get('/api/chat')).toMatchObject({ status: 501, json: { error: { code: 'NOT_AVAILABLE' } } });
+  });
+
+  it('a vocabulary the library does not support: no tokenizer, and the summary says why', async () => {
+    await using m = await serve({ metadata: [['tokenizer.ggml.model', { type: 'STRING', value: 'plamo2' }], ['tokenizer.ggml.tokens', { type: 'ARRAY', arrayType: 'STRING', value: ['a'] }]], tensors: [] }, 'plamo.gguf');
+    const { features } = (await m.get('/api/summary')).json.view;
+    expect(features.tokenizer).toBe(false);
+    expect(features.tokenizerNote).toContain('plamo2');
+    expect((await m.get('/api/tokenize?text=hi')).status).toBe(501);
   });
 });
 
@@ -334,10 +529,10 @@ describe.skipIf(underWine)('view server: a remote model through the Hub imitatio
       const t = remote.tensor('blk.1.ffn_down.weight')!;
       const dataRequests = () => hub.log.filter((r) => r.server === 'cdn' && r.range !== undefined && Number(/bytes=(\d+)/.exec(r.range)![1]) >= remote.dataOffset);
       expect(dataRequests()).toEqual([]);
-      const detail = await get('/api/tensors/blk.1.ffn_down.weight');
+      const detail = await get('/api/tensor?name=blk.1.ffn_down.weight');
       expect(detail).toMatchObject({ remote: true, statsBytes: t.nbytes });
       expect(dataRequests()).toEqual([]);
-      const stats = await get('/api/tensors/blk.1.ffn_down.weight/stats');
+      const stats = await get('/api/tensor/stats?name=blk.1.ffn_down.weight');
       checkStats(stats, g.tensor('blk.1.ffn_down.weight')!.dequantize());
       expect(dataRequests().map((r) => r.range)).toEqual([`bytes=${t.fileOffset}-${t.fileOffset + t.nbytes - 1}`]);
     } finally {
@@ -345,6 +540,39 @@ describe.skipIf(underWine)('view server: a remote model through the Hub imitatio
       remote.close();
     }
   });
+});
+
+// xdg-open is the opener there: a stand-in on PATH records what the browser would be given.
+describe.skipIf(process.platform !== 'linux')('gguf-mmap view --open', () => {
+  it('starts the browser with a page only this user can read, not the tokened URL (a command line is public); the page is gone after', async () => {
+    const bin = tempDir('gguf-mmap-view-open-');
+    const argvFile = join(bin, 'argv');
+    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${argvFile}'\n`, { mode: 0o755 });
+    const cli = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
+    const child = spawn(process.execPath, [cli, 'view', path, '--open'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await expect.poll(() => existsSync(argvFile) && readFileSync(argvFile, 'utf8').endsWith('\n'), { timeout: 20_000 }).toBe(true);
+      const url = out.trim();
+      const token = new URL(url).searchParams.get('token')!;
+      const argv = readFileSync(argvFile, 'utf8').trimEnd().split('\n');
+      expect(argv).toHaveLength(1);
+      expect(argv[0]).not.toContain(token);
+      const page = argv[0]!;
+      expect(statSync(page).mode & 0o077).toBe(0);
+      expect(statSync(dirname(page)).mode & 0o077).toBe(0);
+      const html = readFileSync(page, 'utf8');
+      expect(html).toContain(`<meta http-equiv="refresh" content="0;url=${url}">`);
+      expect((await rawGet(Number(new URL(url).port), `/api/summary?token=${token}`)).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      expect(existsSync(page)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
 
 // Windows has no signals to send a process (kill ends it at once): this runs where they exist.

@@ -135,3 +135,52 @@ export function expectedStats(values: Float32Array) {
   };
 }
 
+
+const HEX_TOKEN = (b: number) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
+/** The text model's words: an emoji is not among them, so it is spelled by four byte tokens. */
+export const TEXT_WORDS = ['▁', 'h', 'i', '▁h', '▁hi'];
+
+/**
+ * A model with a SentencePiece vocabulary with byte fallback (<unk>, <s>, </s>, the 256 byte
+ * tokens, TEXT_WORDS) and a chat template; one F32 tensor.
+ */
+export function textModelSpec(): GgufWriteSpec {
+  const tokens = ['<unk>', '<s>', '</s>', ...Array.from({ length: 256 }, (_, b) => HEX_TOKEN(b)), ...TEXT_WORDS];
+  return {
+    metadata: [
+      ['general.architecture', { type: 'STRING', value: 'llama' }],
+      ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
+      ['tokenizer.ggml.tokens', { type: 'ARRAY', arrayType: 'STRING', value: tokens }],
+      ['tokenizer.ggml.scores', { type: 'ARRAY', arrayType: 'FLOAT32', value: tokens.map(() => 0) }],
+      ['tokenizer.ggml.token_type', { type: 'ARRAY', arrayType: 'INT32', value: tokens.map((_, i) => (i === 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1)) }],
+      ['tokenizer.chat_template', { type: 'STRING', value: CHAT_TEMPLATE }],
+    ],
+    tensors: [{ name: 'output.weight', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) }],
+  };
+}
+
+/** A file with tensors and no vocabulary at all, as an mmproj or a LoRA adapter is. */
+export function noVocabularySpec(): GgufWriteSpec {
+  return {
+    metadata: [['general.architecture', { type: 'STRING', value: 'clip' }]],
+    tensors: [{ name: 'v.patch_embd.weight', type: 'F32', shape: [4], data: new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer) }],
+  };
+}
+
+/** Tensors and arrays named `.` and `..` (a URL path drops such segments), among ordinary ones. */
+export function dotNamesSpec(): GgufWriteSpec {
+  const f32 = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);
+  const strings = (prefix: string) => ({ type: 'ARRAY' as const, arrayType: 'STRING' as const, value: Array.from({ length: 20 }, (_, i) => `${prefix}${i}`) });
+  return {
+    metadata: [
+      ['.', strings('dot')],
+      ['..', strings('dotdot')],
+      ['general.architecture', { type: 'STRING', value: 'llama' }],
+    ],
+    tensors: [
+      { name: '.', type: 'F32', shape: [4], data: f32([1, 2, 3, 4]) },
+      { name: '..', type: 'F32', shape: [4], data: f32([5, 6, 7, 9]) },
+      { name: 'a', type: 'F32', shape: [4], data: f32([0, 0, 0, 1]) },
+    ],
+  };
+}

@@ -124,33 +124,34 @@ function renderLayers(map) {
   const biggest = Math.max(1, ...map.kinds.map((k) => k.maxBytes));
   const widths = map.kinds.map((k) => Math.max(12, Math.round(110 * Math.sqrt(k.maxBytes / biggest))));
   grid.style.gridTemplateColumns = `40px ${widths.map((w) => `${w}px`).join(' ')}`;
-  grid.append(el('div'));
-  for (const k of map.kinds) grid.append(el('div', { className: 'col-head', text: kindLabel(k.name), title: k.name }));
+  // Every element placed by its row and column: a block without a tensor of some kind leaves its
+  // slot empty, with no element in it (a header of unusual names can have thousands of kinds and
+  // blocks, and one element per slot would be millions).
+  const place = (node, row, column) => {
+    node.style.gridRow = String(row);
+    node.style.gridColumn = String(column);
+    return node;
+  };
+  map.kinds.forEach((k, i) => grid.append(place(el('div', { className: 'col-head', text: kindLabel(k.name), title: k.name }), 1, i + 2)));
   const byBlock = new Map();
   for (const c of map.cells) {
     if (!byBlock.has(c.block)) byBlock.set(c.block, []);
     byBlock.get(c.block).push(c);
   }
-  for (let b = 0; b < map.blocks; b++) {
-    const row = byBlock.get(b);
-    if (row === undefined) continue;
-    grid.append(el('div', { className: 'row-head', text: String(b) }));
-    const cells = new Array(map.kinds.length).fill(undefined);
-    for (const c of row) cells[c.kind] = c;
-    for (const c of cells) {
-      if (c === undefined) {
-        grid.append(el('div'));
-        continue;
-      }
+  const blocks = [...byBlock.keys()].sort((a, b) => a - b);
+  blocks.forEach((b, r) => {
+    const row = r + 2;
+    grid.append(place(el('div', { className: 'row-head', text: String(b) }), row, 1));
+    for (const c of byBlock.get(b)) {
       const cell = el('div', { className: 'layer-cell', 'data-name': c.name, 'data-type': c.type });
       cell.style.background = typeColor(c.type);
       const label = `${c.name}\n${c.type}, ${bytes(c.nbytes)}`;
       cell.addEventListener('mousemove', (e) => tip(e, label));
       cell.addEventListener('mouseleave', (e) => tip(e, undefined));
-      cell.addEventListener('click', () => openTensor(c.name));
-      grid.append(cell);
+      cell.addEventListener('click', () => openTensor(c.index, c.name));
+      grid.append(place(cell, row, c.kind + 2));
     }
-  }
+  });
   const others = $('layer-others');
   for (const o of map.others) {
     const chip = el('span', { className: 'layer-other', text: o.name, 'data-name': o.name });
@@ -158,7 +159,7 @@ function renderLayers(map) {
     const label = `${o.name}\n${o.type}, ${bytes(o.nbytes)}`;
     chip.addEventListener('mousemove', (e) => tip(e, label));
     chip.addEventListener('mouseleave', (e) => tip(e, undefined));
-    chip.addEventListener('click', () => openTensor(o.name));
+    chip.addEventListener('click', () => openTensor(o.index, o.name));
     others.append(chip);
   }
   const notes = [];
@@ -218,7 +219,7 @@ function drawRows() {
       el('span', { className: 'num toffset', text: (summary.parts?.length > 1 ? `${t.part + 1}:` : '') + t.offset.toLocaleString('en-US') }),
     );
     row.style.top = `${k * ROW_HEIGHT}px`;
-    row.addEventListener('click', () => openTensor(t.name));
+    row.addEventListener('click', () => openTensor(t.index, t.name));
     rows.push(row);
   }
   spacer.replaceChildren(...rows);
@@ -259,7 +260,8 @@ function setupTable() {
 
 // ---- one tensor: facts, then statistics and histogram -----------------------------------------
 let opened = 0;
-async function openTensor(name) {
+// By index: any name works, `.` and `..` too (a URL path would drop them as dot segments).
+async function openTensor(index, name) {
   const generation = ++opened;
   const section = $('tensor');
   section.hidden = false;
@@ -270,8 +272,7 @@ async function openTensor(name) {
   statsList.replaceChildren();
   $('histogram').replaceChildren();
   section.scrollIntoView({ block: 'start' });
-  const path = `/api/tensors/${encodeURIComponent(name)}`;
-  const t = await api(path);
+  const t = await api(`/api/tensor?index=${index}`);
   if (generation !== opened) return;
   fact(facts, 'type', t.type);
   fact(facts, 'shape', `[${t.shape.join(', ')}]`);
@@ -288,14 +289,16 @@ async function openTensor(name) {
   status.textContent = t.remote ? `Fetching ${what} over HTTP (${t.statsBytes.toLocaleString('en-US')} bytes)…` : `Reading ${what}…`;
   let s;
   try {
-    s = await api(`${path}/stats`);
+    s = await api(`/api/tensor/stats?index=${index}`);
   } catch (error) {
     if (generation === opened) status.textContent = `Statistics failed: ${error.message}`;
     return;
   }
   if (generation !== opened) return;
+  // Rows longer than the sample are sampled as pieces of rows.
+  const rows = s.sampled && s.sampled.rowLength !== t.rowLength ? `pieces of ${s.sampled.rowLength.toLocaleString('en-US')} values` : 'rows';
   status.textContent = s.sampled
-    ? `Sampled: ${s.sampled.rows.toLocaleString('en-US')} of ${s.sampled.of.toLocaleString('en-US')} rows (${s.sampled.runs} evenly spaced runs of ${s.sampled.rowsPerRun}), ${s.count.toLocaleString('en-US')} values.`
+    ? `Sampled: ${s.sampled.rows.toLocaleString('en-US')} of ${s.sampled.of.toLocaleString('en-US')} ${rows} (${s.sampled.runs} evenly spaced runs of ${s.sampled.rowsPerRun}), ${s.count.toLocaleString('en-US')} values.`
     : `All ${s.count.toLocaleString('en-US')} values.`;
   status.dataset.sampled = s.sampled ? 'yes' : 'no';
   const stat = (label, value, key) => {
@@ -352,46 +355,79 @@ function drawHistogram({ edges, counts }) {
   box.append(chart);
 }
 
-// ---- metadata ------------------------------------------------------------------------------
-const arrayState = { key: '', filter: '', offset: 0, matched: 0 };
+// ---- metadata: pages of about 1 MiB, more on request ---------------------------------------
+const arrayState = { index: 0, filter: '', offset: 0, at: undefined, next: null, nextAt: null, back: [], generation: 0 };
 const ARRAY_PAGE = 100;
+let metadataNext = null;
 
-function renderMetadata(entries) {
-  $('metadata-count').textContent = `${entries.length} keys`;
-  const tbody = el('tbody');
-  tbody.append(el('tr', {}, el('th', { text: 'key' }), el('th', { text: 'type' }), el('th', { text: 'value' })));
-  for (const e of entries) {
-    const value = el('td');
-    if (e.arrayType === undefined) {
-      const text = typeof e.value === 'string' && e.value.length > 300 ? `${e.value.slice(0, 300)}… (${e.value.length.toLocaleString('en-US')} characters${e.truncated ? ', cut' : ''})` : JSON.stringify(e.value);
-      value.textContent = text;
-    } else {
-      value.append(`[${e.preview.map((v) => JSON.stringify(v)).join(', ')}${e.length > e.preview.length ? ', …' : ''}] `);
-      if (e.length > e.preview.length) {
-        const button = el('button', { text: `browse ${e.length.toLocaleString('en-US')}` });
-        button.addEventListener('click', () => openArray(e.key));
-        value.append(button);
-      }
+function metadataRow(e) {
+  const value = el('td');
+  if (e.arrayType === undefined) {
+    const text = typeof e.value === 'string' && e.value.length > 300 ? `${e.value.slice(0, 300)}… (${e.value.length.toLocaleString('en-US')} characters${e.truncated ? ', cut' : ''})` : JSON.stringify(e.value);
+    value.textContent = text;
+  } else {
+    value.append(`[${e.preview.map((v) => JSON.stringify(v)).join(', ')}${e.length > e.preview.length ? ', …' : ''}] `);
+    if (e.length > e.preview.length) {
+      const button = el('button', { text: `browse ${e.length.toLocaleString('en-US')}` });
+      button.addEventListener('click', () => openArray(e.index, e.key));
+      value.append(button);
     }
-    const type = e.arrayType === undefined ? e.type : `${e.arrayType}[${e.length.toLocaleString('en-US')}]`;
-    tbody.append(el('tr', { 'data-key': e.key }, el('td', { text: e.key }), el('td', { text: type }), value));
   }
-  $('metadata-table').replaceChildren(tbody);
-  const template = entries.find((e) => e.key === 'tokenizer.chat_template');
-  $('chat-template').textContent = template === undefined ? '(none)' : String(template.value);
+  const type = e.arrayType === undefined ? e.type : `${e.arrayType}[${e.length.toLocaleString('en-US')}]`;
+  const key = e.keyTruncated ? `${e.key}… (cut)` : e.key;
+  return el('tr', { 'data-key': e.key }, el('td', { text: key }), el('td', { text: type }), value);
 }
 
+function renderMetadata(page) {
+  let tbody = $('metadata-table').querySelector('tbody');
+  if (tbody === null) {
+    tbody = el('tbody');
+    tbody.append(el('tr', {}, el('th', { text: 'key' }), el('th', { text: 'type' }), el('th', { text: 'value' })));
+    $('metadata-table').replaceChildren(tbody);
+  }
+  for (const e of page.entries) tbody.append(metadataRow(e));
+  metadataNext = page.next;
+  const shown = page.next === null ? page.total : page.next;
+  $('metadata-count').textContent = shown === page.total ? `${page.total.toLocaleString('en-US')} keys` : `${shown.toLocaleString('en-US')} of ${page.total.toLocaleString('en-US')} keys`;
+  $('metadata-more').hidden = page.next === null;
+}
+
+function setupMetadata() {
+  $('metadata-more').addEventListener('click', () => {
+    if (metadataNext !== null) api(`/api/metadata?offset=${metadataNext}`).then(renderMetadata).catch(showError);
+  });
+  // The template's text, wherever its key is among the pages.
+  if (!summary.view.features.chatTemplate) $('chat-template').textContent = '(none)';
+  else api('/api/metadata/entry?key=tokenizer.chat_template').then((e) => ($('chat-template').textContent = String(e.value)), showError);
+}
+
+// A search looks at a bounded slice of the array per request (the server stays responsive): the
+// page asks slice after slice until it has a page of matches or reaches the end.
 async function loadArray() {
-  const p = new URLSearchParams({ filter: arrayState.filter, offset: String(arrayState.offset), limit: String(ARRAY_PAGE) });
-  const page = await api(`/api/metadata/${encodeURIComponent(arrayState.key)}?${p}`);
-  arrayState.matched = page.matched;
-  $('array-count').textContent = `${page.matched.toLocaleString('en-US')} ${arrayState.filter ? `of ${page.length.toLocaleString('en-US')} match` : 'elements'}; from ${page.matched === 0 ? 0 : page.offset + 1}`;
-  $('array-items').replaceChildren(...page.items.map((item) => el('li', { value: item.index, text: JSON.stringify(item.value) })));
-  $('array-items').start = 0;
+  const generation = ++arrayState.generation;
+  const items = [];
+  let offset = arrayState.offset;
+  let at = arrayState.at;
+  let page;
+  do {
+    const p = new URLSearchParams({ index: String(arrayState.index), filter: arrayState.filter, offset: String(offset), limit: String(ARRAY_PAGE - items.length) });
+    if (at !== undefined && at !== null) p.set('at', String(at));
+    page = await api(`/api/metadata/array?${p}`);
+    if (generation !== arrayState.generation) return;
+    items.push(...page.items);
+    offset = page.next;
+    at = page.nextAt;
+  } while (items.length < ARRAY_PAGE && page.next !== null);
+  arrayState.next = page.next;
+  arrayState.nextAt = page.nextAt;
+  const end = page.next === null ? page.length : page.next;
+  const range = `elements ${(arrayState.offset + (end > arrayState.offset ? 1 : 0)).toLocaleString('en-US')}–${end.toLocaleString('en-US')} of ${page.length.toLocaleString('en-US')}`;
+  $('array-count').textContent = arrayState.filter ? `${items.length} ${items.length === 1 ? 'match' : 'matches'} in ${range}` : range;
+  $('array-items').replaceChildren(...items.map((item) => el('li', { value: item.index, text: JSON.stringify(item.value) })));
 }
 
-function openArray(key) {
-  Object.assign(arrayState, { key, filter: '', offset: 0 });
+function openArray(index, key) {
+  Object.assign(arrayState, { index, filter: '', offset: 0, at: undefined, back: [] });
   $('array-view').hidden = false;
   $('array-key').textContent = key;
   $('array-filter').value = '';
@@ -403,17 +439,20 @@ function setupArrayView() {
   $('array-filter').addEventListener('input', (e) => {
     clearTimeout(timer);
     timer = setTimeout(() => {
-      arrayState.filter = e.target.value;
-      arrayState.offset = 0;
+      Object.assign(arrayState, { filter: e.target.value, offset: 0, at: undefined, back: [] });
       loadArray().catch(showError);
     }, 150);
   });
   $('array-prev').addEventListener('click', () => {
-    arrayState.offset = Math.max(0, arrayState.offset - ARRAY_PAGE);
+    const back = arrayState.back.pop();
+    if (back === undefined) return;
+    Object.assign(arrayState, back);
     loadArray().catch(showError);
   });
   $('array-next').addEventListener('click', () => {
-    if (arrayState.offset + ARRAY_PAGE < arrayState.matched) arrayState.offset += ARRAY_PAGE;
+    if (arrayState.next === null) return;
+    arrayState.back.push({ offset: arrayState.offset, at: arrayState.at });
+    Object.assign(arrayState, { offset: arrayState.next, at: arrayState.nextAt });
     loadArray().catch(showError);
   });
 }
@@ -421,6 +460,7 @@ function setupArrayView() {
 // ---- tokenizer and chat template (when the library has them) --------------------------------
 function setupText(features) {
   $('tokenizer-absent').hidden = features.tokenizer;
+  if (!features.tokenizer) $('tokenizer-absent').textContent = features.tokenizerNote;
   $('tokenizer-box').hidden = !features.tokenizer;
   if (features.tokenizer) {
     let timer;
@@ -428,7 +468,10 @@ function setupText(features) {
       const p = new URLSearchParams({ text: $('tokenizer-input').value, special: $('tokenizer-special').checked ? '1' : '0' });
       const r = await api(`/api/tokenize?${p}`);
       $('token-count').textContent = `${r.ids.length} tokens`;
-      $('tokens').replaceChildren(...r.ids.map((id, i) => el('span', { title: `id ${id}` }, r.pieces[i], el('small', { text: String(id) }))));
+      // A piece that is part of a character (byte-fallback tokens of an emoji) comes as its bytes, <0xF0>, as the CLI shows it.
+      const token = (id, piece) =>
+        el('span', piece.bytes ? { className: 'bytes', title: `id ${id}: bytes of a character split across tokens` } : { title: `id ${id}` }, piece.text, el('small', { text: String(id) }));
+      $('tokens').replaceChildren(...r.ids.map((id, i) => token(id, r.pieces[i])));
     };
     $('tokenizer-input').addEventListener('input', () => {
       clearTimeout(timer);
@@ -459,10 +502,11 @@ async function main() {
   // server a second to decode, and the rows need none of them.
   await setupTable();
   setupArrayView();
+  setupMetadata();
   setupText(summary.view.features);
-  const [layers, metadata] = await Promise.all([api('/api/layers'), api('/api/metadata')]);
-  renderLayers(layers);
-  renderMetadata(metadata);
+  // Each drawn on its own: one failing leaves the other.
+  const drawn = await Promise.allSettled([api('/api/layers').then(renderLayers), api('/api/metadata').then(renderMetadata)]);
+  for (const d of drawn) if (d.status === 'rejected') showError(d.reason);
   document.body.dataset.ready = 'all';
 }
 
