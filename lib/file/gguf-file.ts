@@ -130,6 +130,7 @@ export class GgufFile implements Disposable {
       closed: () => source.closed,
     });
     this.hyperparameterTable = hyperparametersOf(this.metadata);
+    this.hyperparametersRead = readKept(() => readHyperparameters(this.metadata));
   }
 
   private summaryMade: ModelSummary | undefined;
@@ -143,15 +144,15 @@ export class GgufFile implements Disposable {
     return this.summaryMade;
   }
 
-  private hyperparametersMade: ModelHyperparameters | undefined;
+  private readonly hyperparametersRead: { value: ModelHyperparameters } | { error: unknown };
   /**
    * The model's hyperparameters as llama.cpp uses them after loading (its defaults filled in),
-   * typed by architecture family (narrow on `family`); read from the header when first asked for
-   * and kept. BAD_HYPERPARAMETER, naming the key, for a value missing or malformed.
+   * typed by architecture family (narrow on `family`); read at open (a few keys), so this works
+   * after close() too. BAD_HYPERPARAMETER, naming the key, for a value missing or malformed.
    */
   hyperparameters(): ModelHyperparameters {
-    this.hyperparametersMade ??= readHyperparameters(this.metadata);
-    return this.hyperparametersMade;
+    if ('error' in this.hyperparametersRead) throw this.hyperparametersRead.error;
+    return this.hyperparametersRead.value;
   }
 
   private tokenizerMade: Tokenizer | undefined;
@@ -325,6 +326,15 @@ export class GgufFile implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** The value, or the error that says why there is none (thrown when asked for, not at open). */
+function readKept<T>(read: () => T): { value: T } | { error: unknown } {
+  try {
+    return { value: read() };
+  } catch (error) {
+    return { error };
   }
 }
 

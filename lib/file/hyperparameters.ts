@@ -213,6 +213,10 @@ class Reader {
     return this.meta.has(this.key(name));
   }
 
+  length(name: string): number {
+    return this.meta.info(this.key(name))?.length ?? 0;
+  }
+
   isArray(name: string): boolean {
     return this.meta.info(this.key(name))?.arrayType !== undefined;
   }
@@ -277,8 +281,10 @@ class Reader {
   perBlock(name: string, blocks: number): PerBlock | undefined {
     if (!this.isArray(name)) return this.count(name);
     const key = this.key(name);
+    // the length first: a hostile array is refused before it is decoded
+    const length = this.meta.info(key)!.length!;
+    if (length !== blocks) throw bad(`${key} has ${length} values for ${blocks} blocks: llama.cpp refuses an array of the wrong length`);
     const values = this.numbers(name);
-    if (values.length !== blocks) throw bad(`${key} has ${values.length} values for ${blocks} blocks: llama.cpp refuses an array of the wrong length`);
     values.forEach((v, i) => checkCount(`${key}[${i}]`, v));
     return Object.freeze(values);
   }
@@ -415,8 +421,9 @@ function readSlidingWindow(
   let pattern: number | readonly boolean[];
   let blocks: boolean[];
   if (r.isArray(patternKey)) {
+    const length = r.length(patternKey);
+    if (length > MAX_BLOCKS) throw bad(`${r.key(patternKey)} has ${length} values: llama.cpp takes at most ${MAX_BLOCKS}`);
     const flags = r.numbers(patternKey);
-    if (flags.length > MAX_BLOCKS) throw bad(`${r.key(patternKey)} has ${flags.length} values: llama.cpp takes at most ${MAX_BLOCKS}`);
     pattern = Object.freeze(flags.map((v) => v !== 0));
     // blocks past the array's end are dense, as llama.cpp's zero-filled is_swa
     blocks = Array.from({ length: blockCount }, (_, il) => (flags[il] ?? 0) !== 0);

@@ -2,7 +2,7 @@
 // the real files' own keys (as an independent reader saw them, ../shared/fixtures/real/expected)
 // with llama.cpp's defaults, and the memory estimate's shape (exact against llama.cpp) over the
 // 44 recorded headers (../shared/memory/headers).
-import { copyFileSync, truncateSync } from 'node:fs';
+import { copyFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, GgufError, openGguf, parseGguf, type GgufFile, type GgufWriteValue } from '../../lib/index.js';
@@ -67,6 +67,14 @@ describe('hyperparameters: llama.cpp defaults', () => {
     expect(h.headCountKv).toEqual([8, 0, 4, 2]);
     expect(h.feedForwardLength).toEqual([1, 2, 3, 4]);
     expect(blockValue(h.headCountKv, 2)).toBe(4);
+  });
+
+  it('read at open: per-block arrays too are there after close()', () => {
+    const path = join(tempDir(), 'per-block.gguf');
+    writeFileSync(path, encodeGguf({ metadata: { 'general.architecture': str('llama'), ...Object.fromEntries(Object.entries({ ...LLAMA, 'attention.head_count_kv': u32s(8, 0, 4, 2) }).map(([k, v]) => [`llama.${k}`, v])) }, tensors: [] }));
+    const file = openGguf(path);
+    file.close();
+    expect(file.hyperparameters().headCountKv).toEqual([8, 0, 4, 2]);
   });
 
   it('sliding windows: the architecture\'s period (Gemma 3: 5 of 6 slide), a period from the file, or a flag per block', () => {
