@@ -5,6 +5,22 @@ export { GgufFile, openGguf, parseGguf, type GgufPart, type OpenMode, type OpenO
 export type { ParseLimits } from './format/parse.js';
 export type { VerifyOptions } from './file/verify.js';
 export type { ModelSummary, TypeSummary } from './file/summary.js';
+export type {
+  ModelHyperparameters,
+  HyperparameterFamily,
+  TransformerHyperparameters,
+  MixtureOfExpertsHyperparameters,
+  RecurrentHyperparameters,
+  HybridHyperparameters,
+  PerBlock,
+  RopeHyperparameters,
+  RopeScaling,
+  SlidingWindowHyperparameters,
+  ExpertHyperparameters,
+  SsmHyperparameters,
+  WkvHyperparameters,
+  RecurrentStateSize,
+} from './file/hyperparameters.js';
 export { GgufMetadata, GgufArray, type GgufValue, type GgufNumericArray, type GgufEntryInfo } from './file/metadata.js';
 export { GgufTensor, type TensorView } from './file/tensor.js';
 export type { GgufBlock, Q4KBlock, Q6KBlock } from './format/blocks.js';

@@ -41,12 +41,14 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
-                   bits per weight, hyperparameters), metadata, tensor table, totals;
+                   bits per weight, hyperparameters as keys and as llama.cpp uses them,
+                   by family), metadata, tensor table, totals;
                    any part of a split model (under its part name) shows the whole model.
                    Without FILE, inspects the embedded sample model. A URL or an
                    hf: URI reads the header over HTTP (range requests; HF_ENDPOINT,
                    HF_TOKEN honoured), without downloading the file.
-    --json         print one JSON object instead (every metadata value in full, the summary)
+    --json         print one JSON object instead (every metadata value in full, the summary,
+                   the typed hyperparameters)
     --sha256       with --json, add each tensor's sha256
     --no-split     a part of a split model alone, as it is (to look at a broken or
                    renamed part; warm and dequant take it too)

@@ -1,7 +1,9 @@
 import type { GgufFile } from '../file/gguf-file.js';
 import { estimateLine } from './estimate-command.js';
 import type { GgufValue } from '../file/metadata.js';
-import { hyperparameterNames, jsonScalar, writeSummaryJson } from '../file/summary-json.js';
+import { GgufError } from '../errors.js';
+import { hyperparameterNames, jsonScalar, typedHyperparameters, writeHyperparametersJson, writeSummaryJson } from '../file/summary-json.js';
+import type { ModelHyperparameters, PerBlock } from '../file/hyperparameters.js';
 
 // Array elements are written in chunks of this many, so no single string grows with the array.
 const JSON_CHUNK = 65536;
@@ -45,6 +47,7 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
   // A split model: its parts, and each tensor's part (its offset stays relative to that part).
   if (split) write(`,"parts":${JSON.stringify(g.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
   writeSummaryJson(g, write);
+  writeHyperparametersJson(g, write);
   write(',"tensors":[');
   g.tensors.forEach((t, i) => {
     const entry = { name: t.name, type: t.type, typeId: t.typeId, shape: [...t.shape], offset: t.offset, nbytes: t.nbytes, ...(split ? { part: t.part } : {}) };
@@ -52,6 +55,42 @@ export function writeInspectJson(g: GgufFile, write: (chunk: string) => void, op
     write((i === 0 ? '' : ',') + JSON.stringify({ ...entry, ...hash }));
   });
   write(']}\n');
+}
+
+/** A number or one per block, the blocks' values shortened as the metadata section shortens arrays. */
+function perBlockText(value: PerBlock): string {
+  if (typeof value === 'number') return String(value);
+  const head = value.slice(0, SHOWN_ELEMENTS).join(', ');
+  return `[${head}${value.length > SHOWN_ELEMENTS ? `, ... ${value.length - SHOWN_ELEMENTS} more` : ''}]`;
+}
+
+/** hyperparameters() on one line: the family, then what it has. */
+export function hyperparametersText(h: ModelHyperparameters): string {
+  const parts = [`${h.blockCount} blocks`, `embedding ${h.embeddingLength}`];
+  if (h.contextLength !== undefined) parts.push(`context ${h.contextLength}`);
+  if (h.family !== 'recurrent') {
+    const size = h.valueLength === h.keyLength ? `${h.keyLength}` : `${h.keyLength}/${h.valueLength}`;
+    parts.push(`heads ${perBlockText(h.headCount)} (KV ${perBlockText(h.headCountKv)}) of ${size}`);
+  }
+  if (h.feedForwardLength !== undefined) parts.push(`FFN ${perBlockText(h.feedForwardLength)}`);
+  if (h.rope !== undefined) {
+    const { dimensionCount, freqBase, scaling } = h.rope;
+    const scaled = scaling.type === 'none' || (scaling.type === 'linear' && scaling.factor === 1) ? '' : `, ${scaling.type} x${shortestFloat32(scaling.factor)}`;
+    parts.push(`rope ${dimensionCount} dims base ${shortestFloat32(freqBase)}${scaled}`);
+  }
+  if (h.rmsNormEpsilon !== undefined && h.rmsNormEpsilon !== 0) parts.push(`rms norm eps ${shortestFloat32(h.rmsNormEpsilon)}`);
+  if (h.layerNormEpsilon !== undefined && h.layerNormEpsilon !== 0) parts.push(`norm eps ${shortestFloat32(h.layerNormEpsilon)}`);
+  if (h.experts !== undefined) {
+    const { count, used, shared } = h.experts;
+    parts.push(`experts ${count} (${perBlockText(used)} used${shared > 0 ? `, ${shared} shared` : ''})`);
+  }
+  if (h.slidingWindow !== undefined) parts.push(`sliding window ${h.slidingWindow.size} on ${h.slidingWindow.blocks.filter(Boolean).length} of ${h.blockCount} blocks`);
+  if (h.ssm !== undefined) parts.push(`ssm conv ${h.ssm.convKernel}, inner ${h.ssm.innerSize}, state ${h.ssm.stateSize}, groups ${h.ssm.groupCount}, dt rank ${h.ssm.timeStepRank}`);
+  if (h.wkv !== undefined) parts.push(`wkv head ${h.wkv.headSize}`);
+  if (h.shortConvolution !== undefined) parts.push(`short conv ${h.shortConvolution.cacheLength}`);
+  if (h.recurrentState !== undefined) parts.push(`recurrent state ${h.recurrentState.convolution} + ${h.recurrentState.state} floats`);
+  if (h.vocabularySize !== undefined) parts.push(`vocabulary ${h.vocabularySize}`);
+  return `${h.family}: ${parts.join(', ')}`;
 }
 
 /**
@@ -89,6 +128,8 @@ export function inspectText(g: GgufFile, path: string): string {
       return `${printable(k)} ${shown}`;
     });
     if (hyper.length > 0) lines.push(`hyper      ${hyper.join(', ')}`);
+    const typed = typedHyperparameters(g);
+    if (typed !== undefined) lines.push(`family     ${typed instanceof GgufError ? `none: ${typed.code}: ${printable(typed.message)}` : printable(hyperparametersText(typed))}`);
     const memory = estimateLine(g);
     if (memory !== undefined) lines.push(`memory     ${memory}`);
   }

@@ -1,5 +1,6 @@
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
+import { blockValue, largestOf } from '../file/hyperparameters.js';
 import { ARCHITECTURES, UNMODELLED, type ArchitectureRule } from './architectures.js';
 
 /** One layer as the memory estimate sees it. */
@@ -145,12 +146,6 @@ function isArray(meta: Meta, key: string): boolean {
   return value !== undefined && (ArrayBuffer.isView(value) || Array.isArray(value));
 }
 
-function maxOf(meta: Meta, key: string, layers: number): number {
-  let max = 0;
-  for (let il = 0; il < layers; il++) max = Math.max(max, numberAt(meta, key, il) ?? 0);
-  return max;
-}
-
 /** The largest of many numbers (no spread: a file may list a million tensors). */
 function largest(values: Iterable<number>): number {
   let max = 0;
@@ -192,8 +187,7 @@ export function readModelShape(file: GgufFile): ModelShape {
 
 const shapes = new WeakMap<GgufFile, ModelShape>();
 
-/** llama.cpp's LLAMA_MAX_LAYERS and LLAMA_MAX_EXPERTS. */
-const MAX_LAYERS = 512;
+/** llama.cpp's LLAMA_MAX_EXPERTS. */
 const MAX_EXPERTS = 1024;
 
 function badHyperparameter(message: string): GgufError {
@@ -232,46 +226,32 @@ function readShape(file: GgufFile): ModelShape {
   const rule = ARCHITECTURES[arch];
   if (rule === undefined) throw new GgufError('UNSUPPORTED_ARCHITECTURE', `architecture ${arch} is not one the memory estimate knows (llama.cpp v0.5.0's)`, 0);
   const k = (name: string) => `${arch}.${name}`;
+  // the basic values, checked (block count within llama.cpp's limits before anything loops over the blocks)
+  const hp = file.hyperparameters();
 
-  const layerCount = scalar(meta, k('block_count')) ?? 0;
-  // llama.cpp's own limits (llama_model::load_hparams), before anything loops over the blocks
-  if (!Number.isSafeInteger(layerCount) || layerCount < 1 || layerCount > MAX_LAYERS) {
-    throw badHyperparameter(`${k('block_count')} is ${String(layerCount)}: llama.cpp takes 1 to ${MAX_LAYERS} blocks`);
-  }
-  const embeddingLength = scalar(meta, k('embedding_length')) ?? 0;
-  const tokens = meta.info('tokenizer.ggml.tokens');
-  const vocabularySize = tokens?.length ?? scalar(meta, k('vocab_size')) ?? 0;
+  const layerCount = hp.blockCount;
+  const embeddingLength = hp.embeddingLength;
+  const vocabularySize = hp.vocabularySize ?? 0;
   const names = new Set(file.tensors.map((t) => t.name));
   const has = (il: number, tensor: string) => names.has(`blk.${il}.${tensor}.weight`);
   const tensorRows = new Map(file.tensors.map((t) => [t.name, t.shape[1] ?? 0] as const));
 
   // Sliding windows.
-  let slidingWindow = scalar(meta, k('attention.sliding_window')) ?? rule.swaDefaultWindow ?? 0;
-  const swaKey = k('attention.sliding_window_pattern');
-  let swaEnabled = rule.swa !== undefined && slidingWindow > 0;
-  if (rule.swaOnlyWithLayers !== undefined && layerCount !== rule.swaOnlyWithLayers) swaEnabled = false;
-  if (rule.swa === 'array' && !isArray(meta, swaKey)) swaEnabled = false;
-  if (!swaEnabled) slidingWindow = 0;
-  const isSwa = (il: number): boolean => {
-    if (!swaEnabled) return false;
-    if (rule.swa === 'all') return true;
-    if (isArray(meta, swaKey)) return (numberAt(meta, swaKey, il) ?? 0) !== 0;
-    const period = scalar(meta, swaKey) ?? (rule.swa as number);
-    if (period === 0) return true;
-    return rule.swaDenseFirst === true ? il % period !== 0 : il % period < period - 1;
-  };
+  const slidingWindow = hp.slidingWindow?.size ?? 0;
+  const isSwa = (il: number): boolean => hp.slidingWindow?.blocks[il] ?? false;
 
   // Recurrent layers, as each hybrid's loader marks them; appended NextN (MTP) layers never are.
   const nextn = scalar(meta, k('nextn_predict_layers')) ?? 0;
   if (!Number.isSafeInteger(nextn) || nextn < 0 || nextn > layerCount) throw badHyperparameter(`${k('nextn_predict_layers')} is ${String(nextn)} of ${layerCount} blocks`);
   const trunkLayers = layerCount - nextn;
   const recurrentKey = k('attention.recurrent_layers');
-  const headCountKvAt = (il: number) => numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0;
+  const headCountKvAt = (il: number) => blockValue(hp.headCountKv, il);
+  const feedForwardAt = (il: number) => blockValue(hp.feedForwardLength ?? 0, il);
   const isRecurrent = (il: number): boolean => {
     if (rule.memory === 'recurrent') return true;
     if (rule.memory !== 'hybrid') return false;
     if (rule.allLayersBoth === true) return true;
-    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && feedForwardAt(il) === 0;
     if (rule.fullAttentionInterval !== undefined) {
       if (meta.has(recurrentKey)) return (numberAt(meta, recurrentKey, isArray(meta, recurrentKey) ? il : 0) ?? 0) !== 0;
       const interval = scalar(meta, k('full_attention_interval')) ?? rule.fullAttentionInterval;
@@ -303,23 +283,22 @@ function readShape(file: GgufFile): ModelShape {
   // the sparse-attention caches and the interval hybrids' attention filter leave the NextN layers out
   const trunk = nextn > 0 && (rule.indexer !== undefined || rule.fullAttentionInterval !== undefined) ? trunkLayers : layerCount;
   for (let il = 0; il < layerCount; il++) {
-    const headCount = numberAt(meta, k('attention.head_count'), il) ?? 0;
-    const headCountKv = numberAt(meta, k('attention.head_count_kv'), il) ?? headCount;
+    const headCount = blockValue(hp.headCount, il);
+    const headCountKv = headCountKvAt(il);
     const recurrent = isRecurrent(il);
     const swa = isSwa(il);
     let attention = rule.memory === 'kv' || (rule.memory === 'hybrid' && (rule.allLayersBoth === true || !recurrent));
-    if (rule.attentionWhereNoFfn === true) attention = !recurrent && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.attentionWhereNoFfn === true) attention = !recurrent && feedForwardAt(il) === 0;
     if (attention && headCountKv === 0 && !mla) attention = false;
     if (il >= trunk) attention = false;
     if (sharedKv > 0 && il >= layerCount - sharedKv) attention = false;
     if (rule.kvLayersFromStart !== undefined && il >= rule.kvLayersFromStart) attention = false;
-    const defaultHead = headCount > 0 ? embeddingLength / headCount : 0;
-    let keyLength = (swa ? numberAt(meta, k('attention.key_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.key_length'), il) ?? defaultHead;
-    let valueLength = (swa ? numberAt(meta, k('attention.value_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.value_length'), il) ?? defaultHead;
+    let keyLength = swa ? hp.slidingWindow!.keyLength : hp.keyLength;
+    let valueLength = swa ? hp.slidingWindow!.valueLength : hp.valueLength;
     if (!has(il, 'attn_k') && !has(il, 'attn_qkv') && has(il, 'attn_kv_a_mqa') && !mla) {
       // MLA weights without the absorbed cache (MiniCPM3): K and V per head as usual
-      keyLength = numberAt(meta, k('attention.key_length'), il) ?? keyLength;
-      valueLength = numberAt(meta, k('attention.value_length'), il) ?? valueLength;
+      keyLength = hp.keyLength;
+      valueLength = hp.valueLength;
     }
     layers.push({
       index: il,
@@ -340,27 +319,9 @@ function readShape(file: GgufFile): ModelShape {
   }
 
   // Recurrent state widths (llama_hparams::n_embd_r / n_embd_s).
-  let recurrentR = 0;
-  let recurrentS = 0;
-  if (rule.memory === 'recurrent' || rule.memory === 'hybrid') {
-    const headCount0 = numberAt(meta, k('attention.head_count'), 0) ?? 0;
-    const wkvHead = scalar(meta, k('wkv.head_size')) ?? 0;
-    const shortConv = scalar(meta, k('shortconv.l_cache')) ?? 0;
-    const kdaHead = scalar(meta, k('kda.head_dim')) ?? 0;
-    // MiniMax-01's lightning attention state is key_length squared per head
-    const laHead = arch === 'minimax-01' ? scalar(meta, k('attention.key_length')) ?? (headCount0 > 0 ? embeddingLength / headCount0 : 0) : 0;
-    const dConv = scalar(meta, k('ssm.conv_kernel')) ?? 0;
-    const dInner = scalar(meta, k('ssm.inner_size')) ?? 0;
-    const dState = scalar(meta, k('ssm.state_size')) ?? 0;
-    const groups = scalar(meta, k('ssm.group_count')) ?? 0;
-    if (wkvHead !== 0) recurrentR = (scalar(meta, k('token_shift_count')) ?? 2) * embeddingLength;
-    else if (shortConv !== 0) recurrentR = embeddingLength * (shortConv - 1);
-    else if (kdaHead !== 0) recurrentR = 3 * (dConv > 0 ? dConv - 1 : 3) * headCount0 * kdaHead;
-    else recurrentR = (dConv > 0 ? dConv - 1 : 0) * (dInner + 2 * groups * dState);
-    if (wkvHead !== 0) recurrentS = embeddingLength * wkvHead;
-    else if (kdaHead !== 0) recurrentS = kdaHead * kdaHead * headCount0;
-    else if (laHead !== 0) recurrentS = laHead * laHead * headCount0;
-    else recurrentS = dState * dInner;
+  let recurrentR = hp.recurrentState?.convolution ?? 0;
+  const recurrentS = hp.recurrentState?.state ?? 0;
+  if (hp.recurrentState !== undefined) {
     // per-layer-embedding conv history (its own row, beside the recurrent state)
     const pleHeads = scalar(meta, k('ple.heads_per_ngram')) ?? 0;
     const pleKernel = scalar(meta, k('ple.conv_kernel')) ?? 0;
@@ -369,7 +330,7 @@ function readShape(file: GgufFile): ModelShape {
     }
   }
 
-  const headerFeedForward = maxOf(meta, k('feed_forward_length'), layerCount);
+  const headerFeedForward = largestOf(hp.feedForwardLength ?? 0);
   const denseKind = ffnKind(file, headerFeedForward);
   const ssmInputWidth = widestRows(file, /^blk\.\d+\.ssm_in\.weight$/);
 
@@ -381,7 +342,7 @@ function readShape(file: GgufFile): ModelShape {
     nextnLayers: nextn,
     embeddingLength,
     vocabularySize,
-    trainedContext: scalar(meta, k('context_length')),
+    trainedContext: hp.contextLength,
     feedForwardMax: denseFeedForward(file, denseKind) || headerFeedForward,
     ffnKind: denseKind,
     learnedPositions: file.tensors.some((t) => t.name === 'position_embd.weight'),
@@ -391,25 +352,25 @@ function readShape(file: GgufFile): ModelShape {
     recurrentR,
     recurrentS,
     // experts only count when the file has expert tensors (the test models carry every key)
-    expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? scalar(meta, k('expert_count')) ?? 0 : 0,
-    expertUsedCount: scalar(meta, k('expert_used_count')) ?? 0,
+    expertCount: file.tensors.some((t) => t.name.includes('_exps.')) ? hp.experts?.count ?? 0 : 0,
+    expertUsedCount: hp.experts === undefined ? 0 : blockValue(hp.experts.used, 0),
     fusedExpertGateUp: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_up_exps\.weight$/.test(t.name)),
     sharedExpertFeedForward: widestRows(file, /^blk\.\d+\.ffn_up_shexp\.weight$/),
     sharedExpertGated: file.tensors.some((t) => /^blk\.\d+\.ffn_gate_inp_shexp\.weight$/.test(t.name)),
-    expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
+    expertFeedForward: blockValue(hp.experts?.feedForwardLength ?? 0, 0) || blockValue(hp.feedForwardLength ?? 0, 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
     indexerTopK: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.top_k')) ?? 0,
     indexerBlockSize: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.block_size')) ?? 0,
     ssmInputWidth,
-    ssmInner: scalar(meta, k('ssm.inner_size')) ?? 0,
-    shortConvCache: scalar(meta, k('shortconv.l_cache')) ?? 0,
+    ssmInner: hp.ssm?.innerSize ?? 0,
+    shortConvCache: hp.shortConvolution?.cacheLength ?? 0,
     ssm: {
-      convKernel: scalar(meta, k('ssm.conv_kernel')) ?? 0,
-      inner: scalar(meta, k('ssm.inner_size')) ?? 0,
-      state: scalar(meta, k('ssm.state_size')) ?? 0,
-      groups: scalar(meta, k('ssm.group_count')) ?? 0,
-      heads: scalar(meta, k('ssm.time_step_rank')) ?? 0,
+      convKernel: hp.ssm?.convKernel ?? 0,
+      inner: hp.ssm?.innerSize ?? 0,
+      state: hp.ssm?.stateSize ?? 0,
+      groups: hp.ssm?.groupCount ?? 0,
+      heads: hp.ssm?.timeStepRank ?? 0,
       inputWidth: ssmInputWidth,
       norm: file.tensors.some((t) => /^blk\.\d+\.ssm_norm\.weight$/.test(t.name)),
       dtBcNorm: meta.get(k('ssm.dt_b_c_rms')) === true || file.tensors.some((t) => /^blk\.\d+\.ssm_dt_norm\.weight$/.test(t.name)),

@@ -1,5 +1,6 @@
 import { GgufMetadata } from './metadata.js';
 import { hyperparametersOf, summarize, type ModelSummary } from './summary.js';
+import { readHyperparameters, type ModelHyperparameters } from './hyperparameters.js';
 import { GgufError } from '../errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
 import type { TensorTable } from '../format/tensor-table.js';
@@ -128,18 +129,30 @@ export class GgufFile implements Disposable {
       wideCounts: layout.version >= 2,
       closed: () => source.closed,
     });
-    this.hyperparameters = hyperparametersOf(this.metadata);
+    this.hyperparameterTable = hyperparametersOf(this.metadata);
+    this.hyperparametersRead = readKept(() => readHyperparameters(this.metadata));
   }
 
   private summaryMade: ModelSummary | undefined;
-  private readonly hyperparameters: ModelSummary['hyperparameters'];
+  private readonly hyperparameterTable: ModelSummary['hyperparameters'];
   /**
    * Architecture, parameter count, bytes and bits per weight by tensor type, the architecture's
    * hyperparameters as numbers; across every part of a split model. From the header alone.
    */
   summary(): ModelSummary {
-    this.summaryMade ??= summarize(this.metadata, this.hyperparameters, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
+    this.summaryMade ??= summarize(this.metadata, this.hyperparameterTable, this.fileParts.map((p) => p.layout.tensors), this.fileSize);
     return this.summaryMade;
+  }
+
+  private readonly hyperparametersRead: { value: ModelHyperparameters } | { error: unknown };
+  /**
+   * The model's hyperparameters as llama.cpp uses them after loading (its defaults filled in),
+   * typed by architecture family (narrow on `family`); read at open (a few keys), so this works
+   * after close() too. BAD_HYPERPARAMETER, naming the key, for a value missing or malformed.
+   */
+  hyperparameters(): ModelHyperparameters {
+    if ('error' in this.hyperparametersRead) throw this.hyperparametersRead.error;
+    return this.hyperparametersRead.value;
   }
 
   private tokenizerMade: Tokenizer | undefined;
@@ -313,6 +326,15 @@ export class GgufFile implements Disposable {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** The value, or the error that says why there is none (thrown when asked for, not at open). */
+function readKept<T>(read: () => T): { value: T } | { error: unknown } {
+  try {
+    return { value: read() };
+  } catch (error) {
+    return { error };
   }
 }
 

@@ -1,6 +1,8 @@
 // The model's summary as JSON, spelled as the metadata is: `inspect --json` and the viewer's
 // /api/summary write it.
+import { GgufError } from '../errors.js';
 import type { GgufFile } from './gguf-file.js';
+import type { ModelHyperparameters } from './hyperparameters.js';
 import type { GgufValue } from './metadata.js';
 
 /** JSON text of a number: -0 stays -0, non-finite floats become their names as strings. */
@@ -45,4 +47,25 @@ export function hyperparameterNames(g: GgufFile): string[] {
     if (key.startsWith(prefix) && Object.hasOwn(hyperparameters, key.slice(prefix.length))) names.push(key.slice(prefix.length));
   }
   return names;
+}
+
+/** hyperparameters(), or the GgufError that says why there are none (undefined without an architecture). */
+export function typedHyperparameters(g: GgufFile): ModelHyperparameters | GgufError | undefined {
+  if (g.summary().architecture === undefined) return undefined;
+  try {
+    return g.hyperparameters();
+  } catch (error) {
+    if (error instanceof GgufError) return error;
+    throw error;
+  }
+}
+
+/**
+ * hyperparameters() as JSON (`"hyperparameters"`, fields the family lacks as null), or null and
+ * `"hyperparametersError"` ({code, message}) where the header's values are missing or malformed.
+ */
+export function writeHyperparametersJson(g: GgufFile, write: (chunk: string) => void): void {
+  const h = typedHyperparameters(g);
+  if (h instanceof GgufError) write(`,"hyperparameters":null,"hyperparametersError":${JSON.stringify({ code: h.code, message: h.message })}`);
+  else write(`,"hyperparameters":${h === undefined ? 'null' : JSON.stringify(h, (_key, value: unknown) => (value === undefined ? null : value))}`);
 }

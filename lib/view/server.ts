@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { writeSummaryJson } from '../file/summary-json.js';
+import { writeHyperparametersJson, writeSummaryJson } from '../file/summary-json.js';
 import { canDequantize } from '../dequant/dequantize.js';
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
@@ -96,6 +96,7 @@ export async function startViewServer(file: GgufFile, options: ViewServerOptions
     pieces.push(`{"version":${file.version},"endian":"${file.endian}","alignment":${file.alignment},"dataOffset":${file.dataOffset},"fileSize":${file.fileSize}`);
     if (file.parts.length > 1) pieces.push(`,"parts":${JSON.stringify(file.parts.map((p) => ({ path: p.path, size: p.size, dataOffset: p.dataOffset, tensorCount: p.tensorCount })))}`);
     writeSummaryJson(file, (chunk) => pieces.push(chunk));
+    writeHyperparametersJson(file, (chunk) => pieces.push(chunk));
     const text = textTokenizer();
     const features = { tokenizer: 'tokenizer' in text, ...('why' in text ? { tokenizerNote: text.why } : {}), chatTemplate: hasChatTemplates(file) };
     pieces.push(`,"view":${JSON.stringify({ source, mode: file.mode, remote, tensorCount: file.tensorCount, metadataCount: file.metadata.size, features, sampleLimit })}}`);

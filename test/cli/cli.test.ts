@@ -44,6 +44,28 @@ describe('gguf-mmap inspect', () => {
     expect(json.summary.parameters).toBe(1_100_048_384);
   });
 
+  it('shows the typed hyperparameters (llama.cpp\'s defaults filled in); --json has them, absent fields as null', () => {
+    const file = ensureTinyllamaShaped(join(tempDir(), 'tinyllama-shaped.gguf'));
+    // TinyLlama 1.1B: 32 heads sharing 4 KV heads of 2048 / 32 = 64, rope over the whole head
+    expect(cli('inspect', file).stdout).toContain(
+      'family     transformer: 22 blocks, embedding 2048, context 2048, heads 32 (KV 4) of 64, FFN 5632, rope 64 dims base 10000, rms norm eps 0.00001, vocabulary 32000\n',
+    );
+    const json = JSON.parse(cli('inspect', file, '--json').stdout);
+    expect(json.hyperparameters).toMatchObject({ family: 'transformer', blockCount: 22, headCountKv: 4, keyLength: 64, experts: null, ssm: null, slidingWindow: null });
+    expect(json.hyperparameters.rope.scaling).toEqual({ type: 'linear', factor: 1, originalContextLength: 2048, attentionFactor: 1, finetuned: false });
+  });
+
+  it('a header whose hyperparameters llama.cpp would refuse: the reason instead of the typed line', () => {
+    const path = join(tempDir(), 'no-embedding.gguf');
+    writeFileSync(path, encodeGguf({ metadata: { 'general.architecture': { type: 'STRING', value: 'llama' }, 'llama.block_count': { type: 'UINT32', value: 2 } }, tensors: [] }));
+    const r = cli('inspect', path);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^family {5}none: BAD_HYPERPARAMETER: llama\.embedding_length is missing/m);
+    const json = JSON.parse(cli('inspect', path, '--json').stdout);
+    expect(json.hyperparameters).toBeNull();
+    expect(json.hyperparametersError).toMatchObject({ code: 'BAD_HYPERPARAMETER', message: expect.stringContaining('llama.embedding_length') });
+  });
+
   it('the sample parses with the library and holds the types the summary names', () => {
     using g = openGguf(join(import.meta.dirname, '../../dist/sample.gguf'));
     expect(g.tensors.map((t) => t.type)).toEqual(['Q4_K', 'F32', 'F32', 'F16', 'Q8_0', 'Q6_K']);
@@ -106,6 +128,8 @@ describe('gguf-mmap inspect', () => {
         arr: { type: 'ARRAY', arrayType: 'FLOAT32', value: ['Infinity', 1.5] },
         i64s: { type: 'ARRAY', arrayType: 'INT64', value: ['1', '-9223372036854775808'] },
       },
+      // no general.architecture: no typed hyperparameters
+      hyperparameters: null,
       tensors: [],
     });
   });

@@ -78,6 +78,10 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('gguf-mmap view in chromium', ()
     expect(await fact('bits per weight')).toBe(s.bitsPerWeight.toFixed(2));
     expect(await fact('context length')).toBe('2,048');
     expect(await fact('tensors')).toBe(String(g.tensorCount));
+    // The hyperparameter cards: file.hyperparameters() first (no heads: 0; rope base from the file), then the raw keys.
+    const cards = await page.locator('#hyper div').evaluateAll((list) => list.map((e) => `${e.querySelector('dt')!.textContent}=${e.querySelector('dd')!.textContent}`));
+    expect(cards.slice(0, 6)).toEqual(['family=transformer', 'blocks=2', 'embedding length=64', 'heads (KV heads)=0 (0)', 'key / value head size=0 / 0', 'rope=0 dims, base 10,000, linear ×1']);
+    expect(cards).toContain('context_length=2,048');
     expect(await page.locator('#quant-bar span').evaluateAll((spans) => spans.map((e) => e.getAttribute('data-type')))).toEqual(s.byType.map((t) => t.type));
     // The token is moved from the address bar to the cookie.
     expect(new URL(page.url()).search).toBe('');

@@ -103,7 +103,28 @@ function renderSummary(s) {
     legend.append(el('li', {}, swatch, `${t.type} ${bytes(t.bytes)} (${((t.bytes / total) * 100).toFixed(1)}%), ${t.tensors} tensors, ${t.bitsPerWeight.toFixed(2)} bpw`));
   }
   const hyper = $('hyper');
+  // file.hyperparameters() first (llama.cpp's values, defaults filled in), then the raw keys
+  if (s.hyperparameters) for (const [k, v] of typedFacts(s.hyperparameters)) fact(hyper, k, v);
+  else if (s.hyperparametersError) fact(hyper, 'hyperparameters', `${s.hyperparametersError.code}: ${s.hyperparametersError.message}`);
   for (const [k, v] of Object.entries(h)) fact(hyper, k, Array.isArray(v) ? `[${v.map(num).join(', ')}]` : num(v));
+}
+
+/** The typed hyperparameters as [label, text] cards: what the family has (absent fields are null). */
+function typedFacts(t) {
+  const per = (v) => (Array.isArray(v) ? `[${v.map(num).join(', ')}]` : num(v));
+  const f = [['family', t.family], ['blocks', num(t.blockCount)], ['embedding length', num(t.embeddingLength)]];
+  if (t.family !== 'recurrent') f.push(['heads (KV heads)', `${per(t.headCount)} (${per(t.headCountKv)})`], ['key / value head size', `${num(t.keyLength)} / ${num(t.valueLength)}`]);
+  if (t.feedForwardLength !== null) f.push(['feed-forward length', per(t.feedForwardLength)]);
+  if (t.rope) f.push(['rope', `${num(t.rope.dimensionCount)} dims, base ${num(t.rope.freqBase)}, ${t.rope.scaling.type} ×${num(t.rope.scaling.factor)}`]);
+  if (t.rmsNormEpsilon) f.push(['RMS norm epsilon', num(t.rmsNormEpsilon)]);
+  if (t.layerNormEpsilon) f.push(['norm epsilon', num(t.layerNormEpsilon)]);
+  if (t.experts) f.push(['experts (used, shared)', `${num(t.experts.count)} (${per(t.experts.used)}, ${num(t.experts.shared)})`]);
+  if (t.slidingWindow) f.push(['sliding window', `${num(t.slidingWindow.size)} on ${t.slidingWindow.blocks.filter(Boolean).length} of ${t.blockCount} blocks`]);
+  if (t.ssm) f.push(['SSM conv, inner, state, groups', [t.ssm.convKernel, t.ssm.innerSize, t.ssm.stateSize, t.ssm.groupCount].map(num).join(', ')]);
+  if (t.wkv) f.push(['WKV head size', num(t.wkv.headSize)]);
+  if (t.shortConvolution) f.push(['short convolution', num(t.shortConvolution.cacheLength)]);
+  if (t.recurrentState) f.push(['recurrent state (floats)', `${num(t.recurrentState.convolution)} + ${num(t.recurrentState.state)}`]);
+  return f;
 }
 
 // ---- tooltip -------------------------------------------------------------------------------
