@@ -14,6 +14,7 @@ import { verifySource, type VerifyOptions } from './verify.js';
 import { applyChatTemplate, chatTemplateTokens, type ApplyChatTemplateOptions } from '../chat/apply.js';
 import type { ChatMessage } from '../chat/render.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { registerVocabularySource } from '../tokenizer/async-tokenizer.js';
 
 /**
  * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
@@ -116,6 +117,7 @@ export class GgufFile implements Disposable {
     );
     const { view, layout } = headers[0]!;
     const source = list[0]!.source;
+    this.headerView = view;
     this.version = layout.version;
     this.endian = layout.littleEndian ? 'little' : 'big';
     this.alignment = layout.alignment;
@@ -142,6 +144,8 @@ export class GgufFile implements Disposable {
     return this.summaryMade;
   }
 
+  /** The first part's header window (what the metadata reads). */
+  private readonly headerView: DataView;
   private tokenizerMade: Tokenizer | undefined;
   /**
    * The model's tokenizer, built from the metadata (tokenizer.ggml.*) when first asked for: needs
@@ -151,7 +155,11 @@ export class GgufFile implements Disposable {
   tokenizer(): Tokenizer {
     if (this.tokenizerMade === undefined) {
       const name = this.metadata.type('general.name') === 'STRING' ? this.metadata.getString('general.name')! : (this.parts[0]?.path ?? 'model');
-      this.tokenizerMade = new Tokenizer(this.metadata, name);
+      const tokenizer = new Tokenizer(this.metadata, name);
+      // encodeAsync's workers build theirs from a copy of the header bytes, never from the mapping.
+      const { kvs, fileSize, littleEndian, version } = this.fileParts[0]!.layout;
+      registerVocabularySource(tokenizer, { records: kvs, view: this.headerView, fileSize, littleEndian, wideCounts: version >= 2, name, closed: () => this.closed });
+      this.tokenizerMade = tokenizer;
     }
     return this.tokenizerMade;
   }
