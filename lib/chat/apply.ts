@@ -6,6 +6,7 @@
 import { GgufError } from '../errors.js';
 import type { GgufMetadata } from '../file/metadata.js';
 import { renderChatTemplate, type ChatMessage, type ChatTemplateLimits } from './render.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
 export interface ApplyChatTemplateOptions extends ChatTemplateLimits {
   /** Tool (function) schemas; absent: `tools` is undefined in the template. */
@@ -18,6 +19,11 @@ export interface ApplyChatTemplateOptions extends ChatTemplateLimits {
   name?: string;
   /** The date `strftime_now` formats (default: now). */
   now?: Date;
+  /**
+   * Token ids (an Int32Array) instead of the text: the ids llama.cpp's server feeds the model for
+   * this chat (see chatTemplateTokens). Default false.
+   */
+  tokenize?: boolean;
 }
 
 const TEMPLATE_KEY = 'tokenizer.chat_template';
@@ -51,6 +57,29 @@ export function specialTokenText(metadata: GgufMetadata, which: 'bos' | 'eos'): 
 }
 
 export function applyChatTemplate(metadata: GgufMetadata, messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
+  return render(metadata, messages, options, specialTokenText(metadata, 'bos') ?? '', specialTokenText(metadata, 'eos') ?? '');
+}
+
+/**
+ * The ids llama.cpp (v0.5.0) feeds the model for a chat completion: common/chat.cpp renders the
+ * template with the BOS/EOS pieces (common_token_to_piece, special on; '' for none) and, when the
+ * vocabulary adds BOS (EOS), takes a leading BOS (trailing EOS) text off the render; the server
+ * (tools/server) then tokenizes it with add_special and parse_special on. So there is exactly one
+ * BOS whether or not the template writes it, and none from the template's text doubled.
+ */
+export function chatTemplateTokens(metadata: GgufMetadata, tokenizerOf: () => Tokenizer, messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): Int32Array {
+  chatTemplateOf(metadata, options.name); // no template: the render's error, before the tokenizer's
+  const tokenizer = tokenizerOf();
+  const piece = (id: number | undefined) => (id === undefined ? '' : tokenizer.tokenToPiece(id, { special: true }));
+  const bos = piece(tokenizer.bos);
+  const eos = piece(tokenizer.eos);
+  let prompt = render(metadata, messages, options, bos, eos);
+  if (tokenizer.addsBos && prompt.startsWith(bos)) prompt = prompt.slice(bos.length);
+  if (tokenizer.addsEos && prompt.endsWith(eos)) prompt = prompt.slice(0, prompt.length - eos.length);
+  return tokenizer.encode(prompt, { addSpecial: true, parseSpecial: true });
+}
+
+function render(metadata: GgufMetadata, messages: readonly ChatMessage[], options: ApplyChatTemplateOptions, bosToken: string, eosToken: string): string {
   const { template, offset } = chatTemplateOf(metadata, options.name);
   return renderChatTemplate(
     template,
@@ -58,8 +87,8 @@ export function applyChatTemplate(metadata: GgufMetadata, messages: readonly Cha
       messages,
       tools: options.tools,
       addGenerationPrompt: options.addGenerationPrompt ?? false,
-      bosToken: specialTokenText(metadata, 'bos') ?? '',
-      eosToken: specialTokenText(metadata, 'eos') ?? '',
+      bosToken,
+      eosToken,
       variables: options.variables,
       now: options.now,
       timeoutMs: options.timeoutMs,

@@ -21,13 +21,6 @@ export interface ChatArgs {
   split: boolean;
 }
 
-/**
- * Token ids of a rendered prompt: `encode(prompt, { addSpecial: false, parseSpecial: true })` of
- * the file's tokenizer (the template writes BOS itself; its special-token text is parsed as the
- * special tokens, as transformers' apply_chat_template(tokenize=True) and llama.cpp do).
- */
-export type PromptEncoder = (file: GgufFile, prompt: string) => ArrayLike<number>;
-
 /** `-` reads stdin. */
 function readJson(path: string, what: string): unknown {
   let text: string;
@@ -89,13 +82,16 @@ export function parseChatArgs(args: string[]): ChatArgs {
 
 /**
  * The command's output: the prompt (control characters escaped on a terminal, as a template is
- * the file's text), or with --tokens `{"prompt", "tokens", "count"}` as JSON.
+ * the file's text), or with --tokens `{"prompt", "tokens", "count"}` as JSON, the tokens being
+ * what file.applyChatTemplate(..., { tokenize: true }) gives (llama.cpp's server's ids: one BOS
+ * whether or not the template writes it).
  */
-export function runChat(file: GgufFile, args: ChatArgs, options: { encoder?: PromptEncoder; terminal: boolean }): string {
-  const prompt = file.applyChatTemplate(args.messages, { tools: args.tools, addGenerationPrompt: args.generationPrompt, variables: args.variables, name: args.name });
+export function runChat(file: GgufFile, args: ChatArgs, options: { terminal: boolean }): string {
+  // One date for both renders, so that a strftime_now at a minute's end cannot tell them apart.
+  const asked = { tools: args.tools, addGenerationPrompt: args.generationPrompt, variables: args.variables, name: args.name, now: new Date() };
+  const prompt = file.applyChatTemplate(args.messages, asked);
   if (args.tokens) {
-    if (options.encoder === undefined) throw new Error('chat --tokens needs an encoder');
-    const ids = Array.from(options.encoder(file, prompt));
+    const ids = Array.from(file.applyChatTemplate(args.messages, { ...asked, tokenize: true }));
     return `${JSON.stringify({ prompt, tokens: ids, count: ids.length })}\n`;
   }
   // Newlines and tabs stay as they are; other control characters cannot drive the terminal.

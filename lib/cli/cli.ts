@@ -112,7 +112,9 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
     --tools F      a JSON list of tool (function) schemas
     --no-generation-prompt
                    without the opening of the assistant's turn
-    --tokens       print {"prompt", "tokens", "count"} as JSON: the prompt's token ids
+    --tokens       print {"prompt", "tokens", "count"} as JSON: the token ids llama.cpp's
+                   server feeds the model for this chat (one BOS, whether or not the
+                   template writes it)
     --template N   the named template tokenizer.chat_template.N (e.g. tool_use)
     --var K=JSON   a variable for the template (e.g. --var enable_thinking=false)
   tokenize MODEL [TEXT]
@@ -280,10 +282,7 @@ function pull(args: string[]): number {
 /** `chat MODEL --messages F`: the model's chat template applied (chat-command.ts). */
 function chat(args: string[]): number {
   const parsed = asUsage(() => parseChatArgs(args), ChatUsageError);
-  // --tokens: the prompt under the file's own vocabulary; the template writes BOS itself (as
-  // transformers' tokenize=True: no special tokens added), and its control-token texts are tokens.
-  const encoder = (g: GgufFile, text: string) => g.tokenizer().encode(text, { addSpecial: false, parseSpecial: true });
-  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true, encoder }), ChatUsageError));
+  const print = (g: GgufFile) => process.stdout.write(asUsage(() => runChat(g, parsed, { terminal: process.stdout.isTTY === true }), ChatUsageError));
   if (isRemote(parsed.model)) {
     openGgufRemote(parsed.model, { split: parsed.split })
       .then((g) => {

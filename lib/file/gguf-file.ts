@@ -12,9 +12,10 @@ import { toFilePath } from './path.js';
 import { GgufTensor } from './tensor.js';
 import { checkNotAPart, checkSplitSet, partMissing, splitSetOf } from './split.js';
 import { verifySource, type VerifyOptions } from './verify.js';
-import { applyChatTemplate, type ApplyChatTemplateOptions } from '../chat/apply.js';
+import { applyChatTemplate, chatTemplateTokens, type ApplyChatTemplateOptions } from '../chat/apply.js';
 import type { ChatMessage } from '../chat/render.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { registerVocabularySource } from '../tokenizer/async-tokenizer.js';
 
 /**
  * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
@@ -117,6 +118,7 @@ export class GgufFile implements Disposable {
     );
     const { view, layout } = headers[0]!;
     const source = list[0]!.source;
+    this.headerView = view;
     this.version = layout.version;
     this.endian = layout.littleEndian ? 'little' : 'big';
     this.alignment = layout.alignment;
@@ -155,6 +157,8 @@ export class GgufFile implements Disposable {
     return this.hyperparametersRead.value;
   }
 
+  /** The first part's header window (what the metadata reads). */
+  private readonly headerView: DataView;
   private tokenizerMade: Tokenizer | undefined;
   /**
    * The model's tokenizer, built from the metadata (tokenizer.ggml.*) when first asked for: needs
@@ -164,7 +168,11 @@ export class GgufFile implements Disposable {
   tokenizer(): Tokenizer {
     if (this.tokenizerMade === undefined) {
       const name = this.metadata.type('general.name') === 'STRING' ? this.metadata.getString('general.name')! : (this.parts[0]?.path ?? 'model');
-      this.tokenizerMade = new Tokenizer(this.metadata, name);
+      const tokenizer = new Tokenizer(this.metadata, name);
+      // encodeAsync's workers build theirs from a copy of the header bytes, never from the mapping.
+      const { kvs, fileSize, littleEndian, version } = this.fileParts[0]!.layout;
+      registerVocabularySource(tokenizer, { records: kvs, view: this.headerView, fileSize, littleEndian, wideCounts: version >= 2, name, closed: () => this.closed });
+      this.tokenizerMade = tokenizer;
     }
     return this.tokenizerMade;
   }
@@ -306,20 +314,26 @@ export class GgufFile implements Disposable {
   }
 
   /**
+   * The file's chat template (`tokenizer.chat_template`, or `tokenizer.chat_template.<name>`)
+   * rendered with these messages as transformers' apply_chat_template renders it, with the
+   * vocabulary's BOS/EOS text; from the header alone (remote files too). With `tokenize: true`,
+   * the token ids llama.cpp's server feeds the model for this chat (one BOS whether or not the
+   * template writes it). See docs/api.md, "Chat templates".
+   */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ApplyChatTemplateOptions & { tokenize: true }): Int32Array;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ApplyChatTemplateOptions & { tokenize?: false }): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ApplyChatTemplateOptions): string | Int32Array;
+  applyChatTemplate(messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string | Int32Array {
+    if (options.tokenize === true) return chatTemplateTokens(this.metadata, () => this.tokenizer(), messages, options);
+    return applyChatTemplate(this.metadata, messages, options);
+  }
+
+  /**
    * Lets go of the file. Views handed out before (tensor bytes, typed views, metadata arrays that
    * were views) keep their length but read zeros from then on, so nothing that still reads one
    * (yours, or Node's own async work) can fault; the memory goes when the last of them is
    * garbage. Access through this object throws CLOSED. Calling close() again does nothing.
    */
-  /**
-   * The file's chat template (`tokenizer.chat_template`, or `tokenizer.chat_template.<name>`)
-   * rendered with these messages as transformers' apply_chat_template renders it, with the
-   * vocabulary's BOS/EOS text; from the header alone (remote files too). See docs/api.md, "Chat templates".
-   */
-  applyChatTemplate(messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
-    return applyChatTemplate(this.metadata, messages, options);
-  }
-
   close(): void {
     for (const part of this.fileParts) part.source.close();
   }

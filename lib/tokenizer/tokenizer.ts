@@ -5,6 +5,7 @@
 import { GgufError } from '../errors.js';
 import type { GgufMetadata } from '../file/metadata.js';
 import { BpeSession } from './bpe.js';
+import { decodeOffThread, encodeOffThread } from './async-tokenizer.js';
 import { rwkvTokenize, rwkvUnescape } from './rwkv.js';
 import { spmTokenize } from './spm.js';
 import { UgmSession } from './ugm.js';
@@ -197,6 +198,19 @@ export class Tokenizer {
       }
     }
     return Int32Array.from(out);
+  }
+
+  /**
+   * encode() off the event loop: the same ids, computed on a worker thread of a pool the process
+   * shares (short texts on this thread). See docs/api.md, "Tokenizing off the event loop".
+   */
+  encodeAsync(text: string, options: EncodeOptions = {}): Promise<Int32Array> {
+    return encodeOffThread(this, text, options);
+  }
+
+  /** decode() off the event loop, as encodeAsync. */
+  decodeAsync(ids: ArrayLike<number>, options: DecodeOptions = {}): Promise<string> {
+    return decodeOffThread(this, ids, options);
   }
 
   private required(id: number, what: string): number {

@@ -4,12 +4,13 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { encodeGguf, type GgufWriteSpec } from '../../lib/index.js';
+import { encodeGguf, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
 import { parseChatArgs } from '../../lib/cli/chat-command.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { tinyllamaShapedSpec } from '../../scripts/tinyllama-shape.js';
 
 const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
 const imitation = useHubImitation();
@@ -117,5 +118,27 @@ describe.skipIf(SKIP_SHARED)('gguf-mmap chat', () => {
     const file = write('gemma0.gguf', model(c.template, c.bos_token, c.eos_token));
     const missing = await cli('chat', file);
     expect([missing.status, missing.stderr]).toEqual([1, expect.stringContaining('chat needs --messages')]);
+  });
+});
+
+describe('gguf-mmap chat --tokens', () => {
+  it("adds the BOS llama.cpp adds when the template writes none (TinyLlama's shape), as applyChatTemplate({ tokenize: true })", async () => {
+    // TinyLlama's vocabulary shape (SPM, adds BOS) and a template without bos_token; the header
+    // alone (no tensors), written by the project's writer.
+    const bytes = encodeGguf({ ...tinyllamaShapedSpec(), tensors: [] });
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi there' }];
+    const r = await cli('chat', write('tinyllama-shaped.gguf', bytes), '--messages', write('tiny.json', messages), '--tokens');
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { prompt: string; tokens: number[]; count: number };
+    expect(out.prompt).toBe('<|system|>\nBe brief.</s>\n<|user|>\nHi there</s>\n');
+    // llama.cpp v0.5.0 (node-llama-cpp 3.22.1, vocabOnly): common_tokenize(prompt, add_special =
+    // false, parse_special = true) of this prompt on this file; the server's add_special adds BOS (1).
+    const llamaCpp = [
+      229, 153, 132, 63, 127, 707, 291, 597, 127, 65, 13, 69, 104, 229, 153, 132, 278, 371, 104, 105, 49, 2, 229, 153, 132, 13, 63, 127, 120, 5673, 127, 65, 13, 75, 263,
+      229, 153, 132, 260, 266, 467, 104, 2, 229, 153, 132, 13,
+    ];
+    expect(out.tokens).toEqual([1, ...llamaCpp]);
+    expect(out.count).toBe(48);
+    expect(out.tokens).toEqual(Array.from(parseGguf(bytes).applyChatTemplate(messages, { addGenerationPrompt: true, tokenize: true })));
   });
 });
