@@ -13,6 +13,8 @@ import { Environment, Interpreter } from '@huggingface/jinja';
 import {
   ArrayValue,
   BooleanValue,
+  BreakControl,
+  ContinueControl,
   dictKey,
   FunctionValue,
   IntegerValue,
@@ -58,6 +60,9 @@ export interface RenderLimits {
 }
 
 const MAX_CALL_DEPTH = 300;
+/** A loop's body and its else block, as renderFor hands them to the engine's loop (renderIteration). */
+const ITERATION = '__Iteration';
+const LOOP_ELSE = '__LoopElse';
 /** Text a template may write (macros and set blocks included), in multiples of maxChars. */
 const WRITE_FACTOR = 4;
 /** Underscore attributes every Python object (dict, list, str) has. */
@@ -148,36 +153,75 @@ ours.evaluate = function (this: Self, node, env) {
 
 ours.renderBlock = function (this: Self, statements, env) {
   let out = '';
-  for (const statement of statements) {
-    switch (statement.type) {
-      case 'StringLiteral':
-        out += statement.value as string;
-        this.countWritten((statement.value as string).length);
-        break;
-      case 'If':
-        out += this.renderIf(statement, env);
-        break;
-      case 'For':
-        out += this.renderFor(statement, env);
-        break;
-      case 'Set':
-        this.executeSet(statement, env);
-        break;
-      case 'Comment':
-        break;
-      case 'Macro':
-        this.evaluate(statement, env);
-        break;
-      default: {
-        const text = pyStr(this.evaluate(statement, env)); // {{ none }} prints None, as Python's str()
-        this.countWritten(text.length);
-        out += text;
+  try {
+    for (const statement of statements) {
+      switch (statement.type) {
+        case 'StringLiteral':
+          out += statement.value as string;
+          this.countWritten((statement.value as string).length);
+          break;
+        case 'If':
+          out += this.renderIf(statement, env);
+          break;
+        case 'For':
+          out += this.renderFor(statement, env);
+          break;
+        case 'Set':
+          this.executeSet(statement, env);
+          break;
+        case 'Comment':
+          break;
+        case ITERATION:
+          out += renderIteration(this, statement.body, statement.state, env);
+          break;
+        case LOOP_ELSE:
+          out += statement.state.carried;
+          statement.state.carried = '';
+          out += this.renderBlock(statement.body, env);
+          break;
+        case 'Macro':
+          this.evaluate(statement, env);
+          break;
+        default: {
+          const text = pyStr(this.evaluate(statement, env)); // {{ none }} prints None, as Python's str()
+          this.countWritten(text.length);
+          out += text;
+        }
       }
+      this.checkChars(out.length);
     }
-    this.checkChars(out.length);
+  } catch (error) {
+    // What was written before a `{% break %}` or `{% continue %}` goes up with it to the iteration.
+    if (error instanceof BreakControl || error instanceof ContinueControl) (error as LoopControl).written = out + ((error as LoopControl).written ?? '');
+    throw error;
   }
   return out;
 };
+
+type LoopControl = Error & { written?: string };
+
+/** What a loop's iterations hand on: text written before a `{% break %}` or `{% continue %}`. */
+interface LoopState {
+  carried: string;
+}
+
+/**
+ * One iteration of a loop's body, in a scope of its own (jinja2's: a `{% set %}` in the body is gone
+ * at the next iteration). The engine's loop drops what an iteration wrote before a `{% break %}`
+ * or `{% continue %}` (jinja2 keeps it) and handles the control itself (which decides, as in
+ * jinja2, whether `{% else %}` runs): the text is carried to what comes next in the loop's output,
+ * the next iteration, the else block or the loop's end (renderFor).
+ */
+function renderIteration(self: Self, body: Node[], state: LoopState, env: Environment): string {
+  const carried = state.carried;
+  state.carried = '';
+  try {
+    return carried + self.renderBlock(body, new Environment(env));
+  } catch (error) {
+    if (error instanceof BreakControl || error instanceof ContinueControl) state.carried = carried + ((error as LoopControl).written ?? '');
+    throw error;
+  }
+}
 
 ours.evaluateIdentifier = function (this: Self, node, env) {
   const value = base.evaluateIdentifier.call(this, node, env);
@@ -298,7 +342,10 @@ ours.renderFor = function (this: Self, node, env) {
   const unpack = node.loopvar.type === 'TupleLiteral';
   const plain = new ArrayValue(unpack ? items.map((x) => (x instanceof ArrayValue ? new ArrayValue(x.value) : x)) : items);
   const iterable = select ? { ...node.iterable, lhs: valueNode(plain) } : valueNode(plain);
-  return base.renderFor.call(this, { ...node, iterable }, env);
+  const state: LoopState = { carried: '' };
+  const body = [{ type: ITERATION, body: node.body, state }];
+  const defaultBlock = [{ type: LOOP_ELSE, body: node.defaultBlock, state }];
+  return base.renderFor.call(this, { ...node, iterable, body, defaultBlock }, env) + state.carried;
 };
 
 ours.evaluateTestExpression = function (this: Self, node, env) {

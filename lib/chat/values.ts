@@ -38,6 +38,17 @@ let kwargsSeen: Value | undefined;
 probeEnv.setVariable('capture', new FunctionValue((args: Value[]) => ((kwargsSeen = args[0]), new NullValue())) as never);
 evalNode({ type: 'CallExpression', callee: { type: 'Identifier', value: 'capture' }, args: [{ type: 'KeywordArgumentExpression', key: { value: 'k' }, value: { type: 'IntegerLiteral', value: 1 } }] });
 export const KeywordArgumentsValue = kwargsSeen!.constructor as ValueClass;
+/** The errors `{% break %}` and `{% continue %}` throw, up to the loop. */
+const thrown = (node: object): new () => Error => {
+  try {
+    evalNode(node);
+  } catch (error) {
+    return (error as Error).constructor as new () => Error;
+  }
+  throw new Error(`${JSON.stringify(node)} did not throw`);
+};
+export const BreakControl = thrown({ type: 'Break' });
+export const ContinueControl = thrown({ type: 'Continue' });
 
 /** markupsafe's Markup: a string already escaped; `+` with a plain string escapes the other side. */
 class Markup extends StringValue {
