@@ -181,7 +181,15 @@ function toValue(x: unknown, path: string, depth: number): Value {
       return new NullValue();
     case 'object': {
       if (x === null) return new NullValue();
-      if (Array.isArray(x)) return new ArrayValue(x.map((item, i) => toValue(item, `${path}[${i}]`, depth + 1)));
+      // A hole in an array is null, as JSON.stringify writes it.
+      if (Array.isArray(x)) return new ArrayValue(Array.from(x, (item, i) => toValue(item, `${path}[${i}]`, depth + 1)));
+      // Plain objects only: a Map, Set, Date, RegExp, Buffer, typed array or class instance has no
+      // JSON-like keys (it would render as {} or a dict of its bytes).
+      const prototype = Object.getPrototypeOf(x) as unknown;
+      if (prototype !== Object.prototype && prototype !== null) {
+        const kind = Object.prototype.toString.call(x).slice(8, -1);
+        throw new TypeError(`chat: ${path} is ${kind === 'Object' ? 'an object of a class' : `${/^[AEIO]/.test(kind) ? 'an' : 'a'} ${kind}`}; templates take JSON-like data (plain objects, arrays, strings, numbers, booleans, null)`);
+      }
       const map = new Map<string, Value>();
       for (const key of Object.keys(x)) {
         const item = (x as Record<string, unknown>)[key];

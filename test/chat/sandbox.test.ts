@@ -62,6 +62,34 @@ describe('chat template sandbox', () => {
     expect(() => renderChatTemplate('x', { messages: [cyclic as { role: string }] })).toThrow(/nested deeper/);
   });
 
+  it('so are a Map, Set, Date, RegExp, Buffer, typed array or class instance, wherever they are (not rendered as {} or a dict of bytes)', () => {
+    class Point {
+      x = 1;
+    }
+    const odd: Array<[string, unknown]> = [
+      ['a Map', new Map([['k', 'v']])],
+      ['a Set', new Set([1])],
+      ['a Date', new Date(0)],
+      ['a RegExp', /x/],
+      ['a Uint8Array', Buffer.from('hi')],
+      ['a Float32Array', new Float32Array(2)],
+      ['an ArrayBuffer', new ArrayBuffer(2)],
+      ['an object of a class', new Point()],
+      ['a String', new String('boxed')],
+    ];
+    for (const [kind, value] of odd) {
+      const message = `chat: messages[0].content is ${kind}; templates take JSON-like data`;
+      expect(() => renderChatTemplate('{{ messages }}', { messages: [{ role: 'user', content: value }] }), kind).toThrow(TypeError);
+      expect(() => renderChatTemplate('{{ messages }}', { messages: [{ role: 'user', content: value }] }), kind).toThrow(message);
+      expect(() => renderChatTemplate('{{ x }}', { messages, variables: { x: [value] } }), kind).toThrow('chat: x[0] is');
+      expect(() => renderChatTemplate('{{ tools }}', { messages, tools: [{ f: value }] }), kind).toThrow('chat: tools[0].f is');
+    }
+    // Plain data still crosses: objects without a prototype, and arrays with holes (null, as JSON writes them).
+    const bare = Object.assign(Object.create(null) as object, { role: 'user', content: 'c' });
+    // eslint-disable-next-line no-sparse-arrays
+    expect(renderChatTemplate('{{ messages[0].content }}{{ x }}', { messages: [bare as { role: string }], variables: { x: [1, , 3] } })).toBe('c[1, None, 3]');
+  });
+
   it('a loop that runs too long is stopped at the deadline', () => {
     const error = errorOf('{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}', { timeoutMs: 30 });
     expect(error.message).toContain('stopped: the template ran past its time limit (30 ms)');
