@@ -24,6 +24,7 @@ import {
   isNumber,
   numberOf,
   pyStr,
+  type Meter,
   type Value,
 } from './values.js';
 
@@ -37,7 +38,7 @@ export interface ChatMessage {
 export interface ChatTemplateLimits {
   /** Milliseconds a render may take before it is stopped (default 2000). */
   timeoutMs?: number;
-  /** Longest string a template may build, its output included, in UTF-16 units (default 32 Mi). */
+  /** Longest string a template may build, its output included, in UTF-16 units (default 32 Mi); all it builds in a render: 8 times this. */
   maxChars?: number;
 }
 
@@ -90,7 +91,7 @@ export function renderChatTemplate(template: string, options: RenderChatTemplate
   const interpreter = new ChatInterpreter(env, { deadline: start + timeoutMs, maxChars, maxItems: MAX_ITEMS });
   try {
     const program = parsed(template);
-    setGlobals(env, options.now);
+    setGlobals(env, options.now, interpreter);
     for (const [key, value] of values) env.setVariable(key, value as never);
     const out = (interpreter as unknown as { run(program: unknown): Value }).run(program);
     return out.value as string;
@@ -122,7 +123,7 @@ function describe(error: unknown, timeoutMs: number): string {
   return `TemplateError: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-function setGlobals(env: Environment, now: Date | undefined): void {
+function setGlobals(env: Environment, now: Date | undefined, meter: Meter): void {
   const set = (name: string, value: Value) => env.setVariable(name, value as never);
   for (const [name, value] of [['true', true], ['false', false], ['True', true], ['False', false]] as const) set(name, new BooleanValue(value));
   set('none', new NullValue());
@@ -130,10 +131,10 @@ function setGlobals(env: Environment, now: Date | undefined): void {
   set(
     'raise_exception',
     new FunctionValue((args: Value[]) => {
-      throw new TemplateFault('TemplateError', args[0] === undefined ? '' : pyStr(args[0]));
+      throw new TemplateFault('TemplateError', args[0] === undefined ? '' : pyStr(args[0], meter));
     }),
   );
-  set('strftime_now', new FunctionValue((args: Value[]) => new StringValue(strftime(now ?? new Date(), args[0] === undefined ? '' : pyStr(args[0])))));
+  set('strftime_now', new FunctionValue((args: Value[]) => new StringValue(strftime(now ?? new Date(), args[0] === undefined ? '' : pyStr(args[0], meter)))));
   set('range', new FunctionValue(range));
   set(
     'dict',

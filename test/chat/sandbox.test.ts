@@ -101,7 +101,7 @@ describe('chat template sandbox', () => {
     );
     expect(errorOf("{{ 'x' * 1000000000000 }}", { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ range(100000)|join(',') }}{{ range(100000)|join(',') }}", { maxChars: 1000 }).message).toContain('stopped');
-    expect(errorOf('{% for i in range(100000) %}{{ messages }}{% endfor %}', { maxChars: 10_000 }).message).toContain('stopped: the template wrote more than 40000 characters');
+    expect(errorOf('{% for i in range(2000) %}{{ messages }}{% endfor %}', { maxChars: 10_000 }).message).toContain('stopped: the template wrote more than 40000 characters');
     expect(errorOf('{{ messages|tojson(indent=1000000000) }}', { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ 'x'|indent(1000000000, true) }}", { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ ('x' * 5000).replace('', 'y' * 5000) }}", { maxChars: 10_000 }).message).toContain('stopped');
