@@ -3,7 +3,8 @@
  * and transformers' tojson write them; the names of jinja2's filters (no other name is a filter).
  */
 import { Environment } from '@huggingface/jinja';
-import { htmlEscape } from './python-text.js';
+import { floatOfText, intOfText, roundFloat, roundInt } from './python-numbers.js';
+import { htmlEscape, titleCase } from './python-text.js';
 import {
   ArrayValue,
   BooleanValue,
@@ -47,6 +48,8 @@ import {
   splitArgs,
   splitLines,
   codePointCount,
+  percentFormat,
+  undefinedFault,
   TemplateFault,
   truthy,
 } from './python-ops.js';
@@ -88,7 +91,7 @@ export const JINJA2_FILTERS = new Set(
   'abs attr batch capitalize center count d default dictsort e escape filesizeformat first float forceescape format groupby indent int items join last length list lower map max min pprint random reject rejectattr replace reverse round safe select selectattr slice sort string striptags sum title tojson trim truncate unique upper urlencode urlize wordcount wordwrap xmlattr'.split(' '),
 );
 
-export type Filter = (self: FilterHost, operand: Value, args: Value[]) => Value | undefined;
+export type Filter = (self: FilterHost, operand: Value, args: Value[]) => Value;
 export const FILTERS: Record<string, Filter> = {
   tojson: (self, operand, args) => {
     // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
@@ -133,20 +136,26 @@ export const FILTERS: Record<string, Filter> = {
     return new ArrayValue([...items]);
   },
   first: (self, operand) => {
-    if (operand instanceof ObjectValue || operand instanceof ArrayValue || operand instanceof StringValue || isUndefined(operand)) {
-      return iterate(operand, self)[0] ?? undefinedValue('No first item, sequence was empty.');
-    }
-    return undefined;
+    // A string's first character without splitting it all.
+    if (operand instanceof StringValue) return (operand.value as string) === '' ? undefinedValue('No first item, sequence was empty.') : new StringValue(String.fromCodePoint((operand.value as string).codePointAt(0)!));
+    return iterate(operand, self)[0] ?? undefinedValue('No first item, sequence was empty.');
   },
   last: (self, operand) => {
-    if (operand instanceof IteratorValue && operand.pythonType === 'generator') throw new TemplateFault('TypeError', "'generator' object is not reversible");
-    if (operand instanceof ArrayValue || operand instanceof StringValue || isUndefined(operand)) return iterate(operand, self).at(-1) ?? undefinedValue('No last item, sequence was empty.');
-    return undefined;
+    if (operand instanceof StringValue) {
+      const s = operand.value as string;
+      const at = s.length > 1 && /[\udc00-\udfff]/.test(s.at(-1)!) && /[\ud800-\udbff]/.test(s.at(-2)!) ? s.length - 2 : s.length - 1;
+      return s === '' ? undefinedValue('No last item, sequence was empty.') : new StringValue(s.slice(at));
+    }
+    const reversible = isUndefined(operand) || (operand instanceof ArrayValue && !(operand instanceof IteratorValue && operand.pythonType === 'generator')) || (operand instanceof ObjectValue && !(operand instanceof NamespaceValue));
+    if (!reversible) throw new TemplateFault('TypeError', `'${pythonTypeName(operand)}' object is not reversible`);
+    return iterate(operand, self).at(-1) ?? undefinedValue('No last item, sequence was empty.');
   },
   join: (self, operand, args) => {
     const [separator, attribute] = bind('join', ['d', 'attribute'], args);
-    if (attribute !== undefined) return undefined;
-    const items = iterate(operand, self).map((x) => pyStr(x, self));
+    // jinja2: map(make_attrgetter(attribute)) first; a missing attribute is Undefined, printed ''.
+    const values = attribute === undefined ? iterate(operand, self) : iterate(operand, self).map((x) => attributePath(x, attribute, self));
+    self.countSteps(values.length);
+    const items = values.map((x) => pyStr(x, self));
     const sep = separator === undefined ? '' : pyStr(separator, self);
     self.buildChars(items.reduce((n, s) => n + s.length + sep.length, 0));
     return new StringValue(items.join(sep));
@@ -166,7 +175,8 @@ export const FILTERS: Record<string, Filter> = {
     if (operand instanceof StringValue) return new StringValue(Array.from(operand.value as string).reverse().join(''));
     if (operand instanceof IteratorValue && operand.pythonType === 'generator') return new ArrayValue([...(operand.value as Value[])].reverse());
     if (operand instanceof ArrayValue) return new IteratorValue([...(operand.value as Value[])].reverse(), operand instanceof TupleValue ? 'reversed' : 'list_reverseiterator');
-    return undefined;
+    if (operand instanceof ObjectValue && !(operand instanceof NamespaceValue)) return new IteratorValue(iterate(operand, self).reverse(), 'dict_reversekeyiterator');
+    throw new TemplateFault('FilterArgumentError', 'argument must be iterable');
   },
   indent: (self, operand, args) => {
     // jinja2 3.1's do_indent, splitlines() quirk included.
@@ -341,25 +351,70 @@ FILTERS.min = aggregate('min');
 FILTERS.max = aggregate('max');
 
 FILTERS.round = (self, operand, args) => {
+  // jinja2's do_round: the method checked first, then Python's round() (an int stays an int).
   const [precision, method] = bind('round', ['precision', 'method'], args);
-  if (!isNumber(operand)) return undefined;
-  const p = precision === undefined ? 0 : numberOf(precision);
   const how = method === undefined ? 'common' : pyStr(method, self);
+  if (how !== 'common' && how !== 'ceil' && how !== 'floor') throw new TemplateFault('FilterArgumentError', 'method must be common, ceil or floor');
+  if (!isNumber(operand)) throw new TemplateFault('TypeError', `type ${pythonTypeName(operand)} doesn't define __round__ method`);
+  if (precision !== undefined && !(precision instanceof IntegerValue || precision instanceof BooleanValue)) {
+    throw new TemplateFault('TypeError', `'${pythonTypeName(precision)}' object cannot be interpreted as an integer`);
+  }
+  const p = precision === undefined ? 0 : numberOf(precision);
   const x = numberOf(operand);
-  const scale = 10 ** p;
-  if (how === 'ceil') return new FloatValue(Math.ceil(x * scale) / scale);
-  if (how === 'floor') return new FloatValue(Math.floor(x * scale) / scale);
-  if (how !== 'common') throw new TemplateFault('FilterArgumentError', 'method must be common, ceil or floor');
-  return new FloatValue(roundHalfEven(x, p));
+  if (how !== 'common') {
+    // math.ceil(value * 10**p) / 10**p: a float.
+    const scale = 10 ** p;
+    return new FloatValue((how === 'ceil' ? Math.ceil(x * scale) : Math.floor(x * scale)) / scale);
+  }
+  return operand instanceof FloatValue ? new FloatValue(roundFloat(x, p)) : new IntegerValue(roundInt(x, p));
 };
 
-/** Python's round(x, p): the nearest value, ties to even (on the decimal digits of x's repr). */
-function roundHalfEven(x: number, p: number): number {
-  const scaled = x * 10 ** p;
-  const floor = Math.floor(scaled);
-  const diff = scaled - floor;
-  const r = diff > 0.5 ? floor + 1 : diff < 0.5 ? floor : floor % 2 === 0 ? floor : floor + 1;
-  return r / 10 ** p;
+/** jinja2's do_int: int(str, base), else int(float(str)) ('3.7' is 3), else the default; None, lists: the default. */
+FILTERS.int = (self, operand, args) => {
+  const [fallback, base] = bind('int', ['default', 'base'], args);
+  if (isUndefined(operand)) throw undefinedFault(operand);
+  let n: number | undefined;
+  if (operand instanceof StringValue) {
+    const text = pyStrip(operand.value as string, undefined, 'both', self);
+    const radix = base === undefined ? 10 : base instanceof IntegerValue || base instanceof BooleanValue ? numberOf(base) : NaN;
+    n = intOfText(text, radix);
+    if (n === undefined) {
+      const f = floatOfText(text);
+      n = f === undefined || !Number.isFinite(f) ? undefined : Math.trunc(f);
+    }
+  } else if (isNumber(operand) && Number.isFinite(numberOf(operand))) n = Math.trunc(numberOf(operand));
+  return n === undefined ? (fallback ?? new IntegerValue(0)) : new IntegerValue(n + 0); // + 0: no -0
+};
+
+/** jinja2's do_float: float(value), else the default. */
+FILTERS.float = (self, operand, args) => {
+  const [fallback] = bind('float', ['default'], args);
+  if (isUndefined(operand)) throw undefinedFault(operand);
+  const f = operand instanceof StringValue ? floatOfText(pyStrip(operand.value as string, undefined, 'both', self)) : isNumber(operand) ? numberOf(operand) : undefined;
+  return f === undefined ? (fallback ?? new FloatValue(0)) : new FloatValue(f);
+};
+
+FILTERS.abs = (_, operand) => {
+  if (operand instanceof FloatValue) return new FloatValue(Math.abs(operand.value as number));
+  if (isNumber(operand)) return new IntegerValue(Math.abs(numberOf(operand)));
+  throw new TemplateFault('TypeError', `bad operand type for abs(): '${pythonTypeName(operand)}'`);
+};
+
+FILTERS.title = (self, operand) => new StringValue(titleCase(pyStr(operand, self)));
+
+/** jinja2's do_format: `value % args`, or `value % kwargs`. */
+FILTERS.format = (self, operand, args) => {
+  const [positional, keywords] = splitArgs(args);
+  if (positional.length > 0 && keywords.size > 0) throw new TemplateFault('FilterArgumentError', "can't handle positional and keyword arguments at the same time");
+  const values = keywords.size > 0 ? new ObjectValue(new Map(keywords)) : new TupleValue(positional);
+  return new StringValue(percentFormat(self, pyStr(operand, self), values));
+};
+
+/** jinja2's filters not done here: an error that says so, rather than another text. */
+for (const name of ['attr', 'filesizeformat', 'pprint', 'random', 'slice', 'striptags', 'urlencode', 'urlize', 'wordwrap', 'xmlattr']) {
+  FILTERS[name] = () => {
+    throw new TemplateFault('TemplateRuntimeError', `the filter '${name}' is not supported here (see docs/api.md, Chat templates)`);
+  };
 }
 
 FILTERS.sum = (self, operand, args) => {

@@ -21,8 +21,6 @@ import {
   isDict,
   isNumber,
   isUndefined,
-  IteratorValue,
-  KeywordArgumentsValue,
   NamespaceValue,
   NullValue,
   numberOf,
@@ -427,24 +425,11 @@ ours.applyFilter = function (this: Self, operand, filterNode, env) {
   }
   if (!JINJA2_FILTERS.has(name)) throw new TemplateFault('TemplateRuntimeError', `No filter named '${name}' found.`);
   // A filter's result is counted as built: `map('upper')` over a list calls this for each item.
+  // Every jinja2 filter is ours (filters.ts): the engine's own print other text (`[object Map]`).
   this.countSteps(1);
-  const own = FILTERS[name];
-  if (own !== undefined) {
-    const result = own(this, operand, args);
-    if (result !== undefined) {
-      this.countResult(result);
-      return result;
-    }
-  }
-  if (isUndefined(operand) || operand instanceof NullValue) throw new TemplateFault('TypeError', `filter '${name}' on ${pythonTypeName(operand)}`);
-  const input = operand instanceof IteratorValue ? new ArrayValue(operand.value) : operand;
-  const node = filterNode.type === 'CallExpression' ? { ...filterNode, args: args.map((a) => (a instanceof KeywordArgumentsValue ? kwargsNodes(a) : [valueNode(a)])).flat() } : filterNode;
-  const result = base.applyFilter.call(this, input, node, env);
+  const result = FILTERS[name]!(this, operand, args);
   this.countResult(result);
   return result;
 };
 
-function kwargsNodes(kwargs: Value): Node[] {
-  return [...(kwargs.value as Map<string, Value>)].map(([key, value]) => ({ type: 'KeywordArgumentExpression', key: { type: 'Identifier', value: key }, value: valueNode(value) }));
-}
 

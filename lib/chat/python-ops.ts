@@ -319,20 +319,33 @@ export function contains(container: Value, item: Value, meter: Meter): boolean {
   throw new TemplateFault('TypeError', `argument of type '${pythonTypeName(container)}' is not iterable`);
 }
 
-/** Python's printf-style `str % args`, for %s, %r, %d, %i and %%. */
-function percentFormat(self: Budget, format: string, args: Value): string {
+/**
+ * Python's printf-style `str % args`, for %s, %r, %d, %i and %% (with `%(key)s` from a dict). Widths,
+ * precisions and the other conversions (`%5s`, `%.2f`, `%x`) raise here rather than print other text.
+ */
+export function percentFormat(self: Budget, format: string, args: Value): string {
+  const mapping = args instanceof ObjectValue && !(args instanceof NamespaceValue) ? (args.value as Map<string, Value>) : undefined;
   const list = args instanceof TupleValue ? (args.value as Value[]) : [args];
   let next = 0;
-  const out = format.replace(/%([srdi%])/g, (_, c: string) => {
+  const out = format.replace(/%(?:\(([^)]*)\))?([-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d*))?)([a-zA-Z%]?)/g, (whole, key: string | undefined, spec: string, c: string) => {
+    if (c === '') throw new TemplateFault('ValueError', 'incomplete format');
+    if (!'sridouxXeEfFgGca%'.includes(c)) throw new TemplateFault('ValueError', `unsupported format character '${c}' (0x${c.charCodeAt(0).toString(16)})`);
+    if (spec !== '' || !'srdi%'.includes(c)) throw new TemplateFault('TemplateRuntimeError', `the format '${whole}' is not supported here (only %s, %r, %d, %i and %%)`);
     if (c === '%') return '%';
-    const v = list[next++];
+    let v: Value | undefined;
+    if (key !== undefined) {
+      if (mapping === undefined) throw new TemplateFault('TypeError', 'format requires a mapping');
+      v = mapping.get(key);
+      if (v === undefined) throw new TemplateFault('KeyError', `'${key}'`);
+    } else v = list[next++];
     if (v === undefined) throw new TemplateFault('TypeError', 'not enough arguments for format string');
     if (c === 's') return pyStr(v, self);
     if (c === 'r') return pyRepr(v, self);
     if (!isNumber(v)) throw new TemplateFault('TypeError', `%${c} format: a real number is required, not ${pythonTypeName(v)}`);
-    return String(Math.trunc(numberOf(v)));
+    return String(Math.trunc(numberOf(v)) + 0);
   });
-  if (next < list.length) throw new TemplateFault('TypeError', 'not all arguments converted during string formatting');
+  // A dict given is taken whole, or by key: Python does not count what is left of it.
+  if (next < list.length && mapping === undefined) throw new TemplateFault('TypeError', 'not all arguments converted during string formatting');
   self.buildChars(out.length);
   return out;
 }

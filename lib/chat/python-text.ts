@@ -64,6 +64,21 @@ export function jsonFloat(x: number): string {
   return pythonFloat(x);
 }
 
+// jinja2's _word_beginning_split_re, ([-\s({\[<]+), with Python's whitespace.
+const WORD_BEGINNING = /([-\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000({[<]+)/;
+
+/** jinja2's title filter: each piece after a space, dash or opening bracket capitalized (so "they're" is "They're"). */
+export function titleCase(s: string): string {
+  return s
+    .split(WORD_BEGINNING)
+    .filter((item) => item !== '')
+    .map((item) => {
+      const first = String.fromCodePoint(item.codePointAt(0)!);
+      return first.toUpperCase() + item.slice(first.length).toLowerCase();
+    })
+    .join('');
+}
+
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', "'": '&#39;', '"': '&#34;' };
 
 /** markupsafe's `escape()`. */
