@@ -10,6 +10,7 @@ import { GgufError } from '../errors.js';
 import { ChatInterpreter } from './interpreter.js';
 import { BudgetExceeded, TemplateFault } from './python-ops.js';
 import { strftime } from './python-text.js';
+import { describeSyntaxError } from './syntax-errors.js';
 import { rewriteTokens } from './token-rewrites.js';
 import {
   ArrayValue,
@@ -105,7 +106,13 @@ function parsed(template: string): ReturnType<typeof parse> {
   if (program === undefined) {
     // jinja2 reads \r\n and \r as \n everywhere in the source before lexing.
     const source = template.replace(/\r\n?/g, '\n');
-    program = parse(rewriteTokens(tokenize(source, { lstrip_blocks: true, trim_blocks: true })) as never);
+    const parseText = (text: string) => parse(rewriteTokens(tokenize(text, { lstrip_blocks: true, trim_blocks: true })) as never);
+    try {
+      program = parseText(source);
+    } catch (error) {
+      const words = error instanceof SyntaxError ? error.message : 'the template does not parse';
+      throw new TemplateFault('TemplateSyntaxError', describeSyntaxError(source, parseText, words));
+    }
     if (parsedCache.size >= PARSED_CACHE_SIZE) parsedCache.delete(parsedCache.keys().next().value!);
     parsedCache.set(template, program);
   }

@@ -122,8 +122,25 @@ describe('chat template sandbox', () => {
     expect(out).toBe(`${200_001} ${500_001} ${100_001}`);
   });
 
-  it('a template that does not parse is CHAT_TEMPLATE_ERROR too', () => {
-    expect(errorOf('{% if %}').message).toContain('chat template:');
-    expect(errorOf('{% for x in messages %}').message).toContain('chat template:');
+  it("a template that does not parse: jinja2's words and line (recorded: str(e) and e.lineno of jinja2's TemplateSyntaxError)", () => {
+    const recorded: Array<[string, string, number]> = [
+      ["{% for x in messages %}", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 1],
+      ["a\n{% for x in messages %}\n{% if x %}\nb{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'endfor'. You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 4],
+      ["{% if x %}{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'endfor'. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 1],
+      ["{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'.", 1],
+      ["x\n\n{% foo %}", "TemplateSyntaxError: Encountered unknown tag 'foo'.", 3],
+      ["{% for x in messages %}{% else %}{% else %}{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'else'. Jinja was looking for the following tags: 'endfor'. The innermost block that needs to be closed is 'for'.", 1],
+      ["{% macro f() %}", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endmacro'. The innermost block that needs to be closed is 'macro'.", 1],
+      ["{% set x %}abc", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endset'. The innermost block that needs to be closed is 'set'.", 1],
+      ["{% for x in messages %}\n{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'. Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 2],
+      ["{% if a %}{% elif b %}{% else %}{% elif c %}{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'elif'. Jinja was looking for the following tags: 'endif'. The innermost block that needs to be closed is 'if'.", 1],
+      ["{% if a %}\n{% for b in c %}\n{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'. You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 3],
+      ["x\n{% set y = '%}' %}\n{{ y }}\n{% if y %}\n", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 4],
+      ["{{ 1 + }}", "TemplateSyntaxError: unexpected 'end of print statement'", 1],
+      ["{{ x ", "TemplateSyntaxError: unexpected end of template, expected 'end of print statement'.", 1]
+    ];
+    for (const [template, words, line] of recorded) expect(errorOf(template).message, template).toContain(`chat template: ${words} (line ${line})`);
+    // What jinja2 words otherwise is said in the parser's words, on the line of the tag.
+    expect(errorOf('a\n{% if %}').message).toContain("TemplateSyntaxError: unexpected 'end of statement block' (line 2)");
   });
 });
