@@ -111,6 +111,7 @@ export function describeSyntaxError(source: string, parses: (piece: string) => v
     // A `{% set x %}...{% endset %}` block has no `=`.
     const setBlock = name === 'set' && !/^set\s+[^=]*=/.test(tag.body.replace(/(['"]).*?\1/g, ''));
     const opens = BLOCKS[name] !== undefined || setBlock;
+    if (name === 'raw') return `the tag 'raw' is not supported here (line ${tag.line})`;
     if (tag.kind === 'statement' && !opens && name !== 'set' && !continues && !SIMPLE.has(name)) return `${unknownTag(name, stack)} (line ${tag.line})`;
     let piece = tag.text;
     if (opens) piece = `${tag.text}{% end${name} %}`;

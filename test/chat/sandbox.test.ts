@@ -142,5 +142,6 @@ describe('chat template sandbox', () => {
     for (const [template, words, line] of recorded) expect(errorOf(template).message, template).toContain(`chat template: ${words} (line ${line})`);
     // What jinja2 words otherwise is said in the parser's words, on the line of the tag.
     expect(errorOf('a\n{% if %}').message).toContain("TemplateSyntaxError: unexpected 'end of statement block' (line 2)");
+    expect(errorOf('a\n\n{% raw %}{{ x }}{% endraw %}').message).toContain("TemplateSyntaxError: the tag 'raw' is not supported here (line 3)");
   });
 });
