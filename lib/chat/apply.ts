@@ -34,8 +34,8 @@ export function chatTemplateOf(metadata: GgufMetadata, name?: string): { key: st
   const info = metadata.info(key);
   if (info === undefined) {
     const named = [...metadata.keys()].filter((k) => k.startsWith(`${TEMPLATE_KEY}.`)).map((k) => k.slice(TEMPLATE_KEY.length + 1));
-    const others = named.length > 0 ? `; named templates: ${named.join(', ')}` : '';
-    throw new GgufError('CHAT_TEMPLATE_ERROR', `the file has no ${key}${others}`, 0);
+    const has = [...(metadata.info(TEMPLATE_KEY) === undefined ? [] : [`the default template (${TEMPLATE_KEY})`]), ...(named.length > 0 ? [`named templates: ${named.join(', ')}`] : [])];
+    throw new GgufError('CHAT_TEMPLATE_ERROR', `the file has no ${key}${has.length > 0 ? `; it has ${has.join(' and ')}` : '; it has no chat template'}`, 0);
   }
   if (info.type !== 'STRING') throw new GgufError('CHAT_TEMPLATE_ERROR', `${key} is ${info.type}, not a string`, info.offset);
   return { key, template: metadata.getString(key)!, offset: info.offset };

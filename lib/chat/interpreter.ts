@@ -13,14 +13,14 @@ import { Environment, Interpreter } from '@huggingface/jinja';
 import {
   ArrayValue,
   BooleanValue,
+  BreakControl,
+  ContinueControl,
   dictKey,
   FunctionValue,
   IntegerValue,
   isDict,
   isNumber,
   isUndefined,
-  IteratorValue,
-  KeywordArgumentsValue,
   NamespaceValue,
   NullValue,
   numberOf,
@@ -58,6 +58,13 @@ export interface RenderLimits {
 }
 
 const MAX_CALL_DEPTH = 300;
+/** What a render may build in all (strings and lists, garbage included), in multiples of maxChars. */
+export const BUILD_FACTOR = 8;
+/** A list item counts as this many characters in that total (a value object is tens of bytes). */
+const ITEM_CHARS = 16;
+/** A loop's body and its else block, as renderFor hands them to the engine's loop (renderIteration). */
+const ITERATION = '__Iteration';
+const LOOP_ELSE = '__LoopElse';
 /** Text a template may write (macros and set blocks included), in multiples of maxChars. */
 const WRITE_FACTOR = 4;
 /** Underscore attributes every Python object (dict, list, str) has. */
@@ -74,6 +81,7 @@ export class ChatInterpreter extends Interpreter {
   private steps = 0;
   private depth = 0;
   private written = 0;
+  private built = 0;
 
   constructor(
     env: Environment,
@@ -103,16 +111,46 @@ export class ChatInterpreter extends Interpreter {
     if (this.written > WRITE_FACTOR * this.limits.maxChars) throw new BudgetExceeded(`the template wrote more than ${WRITE_FACTOR * this.limits.maxChars} characters`);
   }
 
+  /** Bounds one string (a value the template holds, or its output). */
   checkChars(length: number): void {
     if (length > this.limits.maxChars) throw new BudgetExceeded(`the template built a string of more than ${this.limits.maxChars} characters`);
   }
 
+  /** Bounds one list. */
   checkItems(length: number): void {
     if (length > this.limits.maxItems) throw new BudgetExceeded(`the template built a list of more than ${this.limits.maxItems} items`);
   }
 
+  /** A string built (or about to be): bounded, and counted in what the render builds in all. */
+  buildChars(length: number): void {
+    this.checkChars(length);
+    this.countBuilt(length);
+  }
+
+  /** A list built (or about to be): bounded, and counted in what the render builds in all. */
+  buildItems(length: number): void {
+    this.checkItems(length);
+    this.countBuilt(length * ITEM_CHARS);
+  }
+
+  /**
+   * What the render builds in all, garbage included: each string and list is bounded, but a
+   * template may build many (`([a] * 1000)|map('upper')` over a 30-million-character `a`), and a
+   * render has the process's heap to itself. More than BUILD_FACTOR times maxChars stops it.
+   */
+  countBuilt(chars: number): void {
+    this.built += chars;
+    if (this.built > BUILD_FACTOR * this.limits.maxChars) throw new BudgetExceeded(`the template built more than ${BUILD_FACTOR * this.limits.maxChars} characters (and list items) in all`);
+  }
+
+  /** A value a filter or call returned: a string or list is counted as built. */
+  countResult(v: Value): void {
+    if (v instanceof StringValue) this.countBuilt((v.value as string).length);
+    else if (v instanceof ArrayValue) this.countBuilt((v.value as Value[]).length * ITEM_CHARS);
+  }
+
   str(v: Value): Value {
-    return new StringValue(pyStr(v));
+    return new StringValue(pyStr(v, this));
   }
 }
 
@@ -148,36 +186,75 @@ ours.evaluate = function (this: Self, node, env) {
 
 ours.renderBlock = function (this: Self, statements, env) {
   let out = '';
-  for (const statement of statements) {
-    switch (statement.type) {
-      case 'StringLiteral':
-        out += statement.value as string;
-        this.countWritten((statement.value as string).length);
-        break;
-      case 'If':
-        out += this.renderIf(statement, env);
-        break;
-      case 'For':
-        out += this.renderFor(statement, env);
-        break;
-      case 'Set':
-        this.executeSet(statement, env);
-        break;
-      case 'Comment':
-        break;
-      case 'Macro':
-        this.evaluate(statement, env);
-        break;
-      default: {
-        const text = pyStr(this.evaluate(statement, env)); // {{ none }} prints None, as Python's str()
-        this.countWritten(text.length);
-        out += text;
+  try {
+    for (const statement of statements) {
+      switch (statement.type) {
+        case 'StringLiteral':
+          out += statement.value as string;
+          this.countWritten((statement.value as string).length);
+          break;
+        case 'If':
+          out += this.renderIf(statement, env);
+          break;
+        case 'For':
+          out += this.renderFor(statement, env);
+          break;
+        case 'Set':
+          this.executeSet(statement, env);
+          break;
+        case 'Comment':
+          break;
+        case ITERATION:
+          out += renderIteration(this, statement.body, statement.state, env);
+          break;
+        case LOOP_ELSE:
+          out += statement.state.carried;
+          statement.state.carried = '';
+          out += this.renderBlock(statement.body, env);
+          break;
+        case 'Macro':
+          this.evaluate(statement, env);
+          break;
+        default: {
+          const text = pyStr(this.evaluate(statement, env), this); // {{ none }} prints None, as Python's str()
+          this.countWritten(text.length);
+          out += text;
+        }
       }
+      this.checkChars(out.length);
     }
-    this.checkChars(out.length);
+  } catch (error) {
+    // What was written before a `{% break %}` or `{% continue %}` goes up with it to the iteration.
+    if (error instanceof BreakControl || error instanceof ContinueControl) (error as LoopControl).written = out + ((error as LoopControl).written ?? '');
+    throw error;
   }
   return out;
 };
+
+type LoopControl = Error & { written?: string };
+
+/** What a loop's iterations hand on: text written before a `{% break %}` or `{% continue %}`. */
+interface LoopState {
+  carried: string;
+}
+
+/**
+ * One iteration of a loop's body, in a scope of its own (jinja2's: a `{% set %}` in the body is gone
+ * at the next iteration). The engine's loop drops what an iteration wrote before a `{% break %}`
+ * or `{% continue %}` (jinja2 keeps it) and handles the control itself (which decides, as in
+ * jinja2, whether `{% else %}` runs): the text is carried to what comes next in the loop's output,
+ * the next iteration, the else block or the loop's end (renderFor).
+ */
+function renderIteration(self: Self, body: Node[], state: LoopState, env: Environment): string {
+  const carried = state.carried;
+  state.carried = '';
+  try {
+    return carried + self.renderBlock(body, new Environment(env));
+  } catch (error) {
+    if (error instanceof BreakControl || error instanceof ContinueControl) state.carried = carried + ((error as LoopControl).written ?? '');
+    throw error;
+  }
+}
 
 ours.evaluateIdentifier = function (this: Self, node, env) {
   const value = base.evaluateIdentifier.call(this, node, env);
@@ -190,7 +267,11 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
   const object = this.evaluate(expr.object, env);
   if (isUndefined(object)) throw undefinedFault(object);
   const computed = expr.computed === true;
-  if (computed && expr.property.type === 'SliceExpression') return base.evaluateMemberExpression.call(this, { ...expr, object: valueNode(object) }, env);
+  if (computed && expr.property.type === 'SliceExpression') {
+    const slice = base.evaluateMemberExpression.call(this, { ...expr, object: valueNode(object) }, env);
+    this.countResult(slice);
+    return slice;
+  }
   const property = computed ? this.evaluate(expr.property, env) : expr.property.type === 'IntegerLiteral' ? new IntegerValue(expr.property.value) : new StringValue(expr.property.value);
   const type = pythonTypeName(object);
   if (property instanceof StringValue) {
@@ -233,8 +314,7 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
     result = new UndefinedValue(); // jinja2's getitem: a key that cannot be looked up is undefined
   } else if (isNumber(property) && (object instanceof ArrayValue || object instanceof StringValue)) {
     const i = numberOf(property);
-    const items = object instanceof StringValue ? Array.from(object.value as string) : (object.value as Value[]);
-    const item = Number.isInteger(i) ? items.at(i) : undefined;
+    const item = !Number.isInteger(i) ? undefined : object instanceof StringValue ? codePointAt(object.value as string, i) : (object.value as Value[]).at(i);
     result = item === undefined ? new UndefinedValue() : typeof item === 'string' ? new StringValue(item) : item;
   } else {
     result = base.evaluateMemberExpression.call(this, { ...expr, computed: true, object: valueNode(object), property: valueNode(property) }, env);
@@ -242,9 +322,29 @@ ours.evaluateMemberExpression = function (this: Self, expr, env) {
   if (!isUndefined(result)) return result;
   // jinja2's object_type_repr: None is 'None', other values '<type> object'.
   const owner = object instanceof NullValue ? 'None' : `${type} object`;
-  if (!(property instanceof StringValue)) return undefinedValue(`${owner} has no element ${pyRepr(property)}`);
+  if (!(property instanceof StringValue)) return undefinedValue(`${owner} has no element ${pyRepr(property, this)}`);
   return undefinedValue(`'${owner}' has no attribute '${property.value as string}'`);
 };
+
+/** Python's s[i]: the i-th code point (from the end when negative), found without splitting the whole string. */
+function codePointAt(s: string, i: number): string | undefined {
+  if (i >= 0) {
+    for (let at = 0, n = 0; at < s.length; n++) {
+      const c = String.fromCodePoint(s.codePointAt(at)!);
+      if (n === i) return c;
+      at += c.length;
+    }
+    return undefined;
+  }
+  for (let end = s.length, n = -1; end > 0; n--) {
+    const low = s.charCodeAt(end - 1);
+    const high = end > 1 ? s.charCodeAt(end - 2) : 0;
+    const width = low >= 0xdc00 && low < 0xe000 && high >= 0xd800 && high < 0xdc00 ? 2 : 1;
+    if (n === i) return s.slice(end - width, end);
+    end -= width;
+  }
+  return undefined;
+}
 
 /** A dict literal; its keys may be numbers, booleans or None as in Python (the engine takes strings only). */
 function objectLiteral(self: Self, node: Node, env: Environment): Value {
@@ -266,7 +366,10 @@ ours.evaluateCallExpression = function (this: Self, expr, env) {
   const self = this as unknown as { depth: number };
   if (++self.depth > MAX_CALL_DEPTH) throw new TemplateFault('RecursionError', 'maximum recursion depth exceeded');
   try {
-    return base.evaluateCallExpression.call(this, { ...expr, callee: valueNode(callee) }, env);
+    // A call's result (a string method's, a macro's, range()'s) is a value built.
+    const result = base.evaluateCallExpression.call(this, { ...expr, callee: valueNode(callee) }, env);
+    this.countResult(result);
+    return result;
   } finally {
     self.depth--;
   }
@@ -291,20 +394,23 @@ ours.evaluateBinaryExpression = function (this: Self, node, env) {
 ours.renderFor = function (this: Self, node, env) {
   const select = node.iterable.type === 'SelectExpression';
   const iterableNode = select ? node.iterable.lhs : node.iterable;
-  const items = iterate(this.evaluate(iterableNode, new Environment(env)));
+  const items = iterate(this.evaluate(iterableNode, new Environment(env)), this);
   // An iteration may evaluate nothing (an empty body): count the items, so nested loops meet the deadline.
   this.countSteps(items.length);
   // The engine unpacks `for a, b in ...` only from lists (not tuples): hand it plain lists.
   const unpack = node.loopvar.type === 'TupleLiteral';
   const plain = new ArrayValue(unpack ? items.map((x) => (x instanceof ArrayValue ? new ArrayValue(x.value) : x)) : items);
   const iterable = select ? { ...node.iterable, lhs: valueNode(plain) } : valueNode(plain);
-  return base.renderFor.call(this, { ...node, iterable }, env);
+  const state: LoopState = { carried: '' };
+  const body = [{ type: ITERATION, body: node.body, state }];
+  const defaultBlock = [{ type: LOOP_ELSE, body: node.defaultBlock, state }];
+  return base.renderFor.call(this, { ...node, iterable, body, defaultBlock }, env) + state.carried;
 };
 
 ours.evaluateTestExpression = function (this: Self, node, env) {
   const operand = this.evaluate(node.operand, env);
   const name = node.test.value as string;
-  const result = testNamed(name)(operand, []);
+  const result = testNamed(name, this)(operand, []);
   return new BooleanValue(node.negate ? !result : result);
 };
 
@@ -314,22 +420,16 @@ ours.applyFilter = function (this: Self, operand, filterNode, env) {
   if (name === '__test__' || name === '__test_not__') {
     // `x is test arg`, rewritten so by token-rewrites.ts.
     const [testName, ...testArgs] = args;
-    const result = testNamed(pyStr(testName!))(operand, testArgs);
+    const result = testNamed(pyStr(testName!, this), this)(operand, testArgs);
     return new BooleanValue(name === '__test__' ? result : !result);
   }
   if (!JINJA2_FILTERS.has(name)) throw new TemplateFault('TemplateRuntimeError', `No filter named '${name}' found.`);
-  const own = FILTERS[name];
-  if (own !== undefined) {
-    const result = own(this, operand, args);
-    if (result !== undefined) return result;
-  }
-  if (isUndefined(operand) || operand instanceof NullValue) throw new TemplateFault('TypeError', `filter '${name}' on ${pythonTypeName(operand)}`);
-  const input = operand instanceof IteratorValue ? new ArrayValue(operand.value) : operand;
-  const node = filterNode.type === 'CallExpression' ? { ...filterNode, args: args.map((a) => (a instanceof KeywordArgumentsValue ? kwargsNodes(a) : [valueNode(a)])).flat() } : filterNode;
-  return base.applyFilter.call(this, input, node, env);
+  // A filter's result is counted as built: `map('upper')` over a list calls this for each item.
+  // Every jinja2 filter is ours (filters.ts): the engine's own print other text (`[object Map]`).
+  this.countSteps(1);
+  const result = FILTERS[name]!(this, operand, args);
+  this.countResult(result);
+  return result;
 };
 
-function kwargsNodes(kwargs: Value): Node[] {
-  return [...(kwargs.value as Map<string, Value>)].map(([key, value]) => ({ type: 'KeywordArgumentExpression', key: { type: 'Identifier', value: key }, value: valueNode(value) }));
-}
 

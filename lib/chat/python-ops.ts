@@ -19,6 +19,7 @@ import {
   IteratorValue,
   keyValue,
   KeywordArgumentsValue,
+  type Meter,
   MarkupValue,
   NamespaceValue,
   NullValue,
@@ -36,11 +37,12 @@ import {
   type Value,
 } from './values.js';
 
-/** What an operation checks the sizes it builds against (the interpreter's limits). */
-export interface Budget {
-  checkChars(length: number): void;
-  checkItems(length: number): void;
-  readonly limits: { readonly maxChars: number };
+/**
+ * What an operation reports the strings and lists it builds to, before or as it builds them (the
+ * interpreter's budgets: each string and list bounded, and all of them counted in the render's total).
+ */
+export interface Budget extends Meter {
+  buildItems(length: number): void;
 }
 
 
@@ -71,7 +73,7 @@ export function undefinedFault(v: Value): TemplateFault {
   return new TemplateFault(kind ?? 'UndefinedError', hint ?? 'value is undefined');
 }
 
-export function pyStrip(s: string, chars: Value | undefined, side: 'both' | 'left' | 'right'): string {
+export function pyStrip(s: string, chars: Value | undefined, side: 'both' | 'left' | 'right', meter: Meter): string {
   if (chars === undefined || chars instanceof NullValue) {
     let start = 0;
     let end = s.length;
@@ -79,7 +81,7 @@ export function pyStrip(s: string, chars: Value | undefined, side: 'both' | 'lef
     if (side !== 'left') while (end > start && isSpace(s, end - 1)) end--;
     return s.slice(start, end);
   }
-  const set = new Set(Array.from(pyStr(chars)));
+  const set = new Set(Array.from(pyStr(chars, meter)));
   const cps = Array.from(s);
   let start = 0;
   let end = cps.length;
@@ -121,7 +123,7 @@ export function dictMethod(self: Budget, object: Value, name: string): Value {
     }
     if (name === 'keys') return new IteratorValue([...map.keys()].map(keyValue), 'dict_keys');
     if (name === 'values') return new IteratorValue([...map.values()], 'dict_values');
-    self.checkItems(map.size);
+    self.buildItems(map.size);
     return new IteratorValue([...map].map(([k, v]) => new TupleValue([keyValue(k), v])), 'dict_items');
   });
 }
@@ -134,7 +136,7 @@ export function stringMethod(self: Budget, object: Value, name: string): Value |
     case 'strip':
     case 'lstrip':
     case 'rstrip':
-      return new FunctionValue((args: Value[]) => wrap(pyStrip(s, bind(name, ['chars'], args)[0], name === 'strip' ? 'both' : name === 'lstrip' ? 'left' : 'right')));
+      return new FunctionValue((args: Value[]) => wrap(pyStrip(s, bind(name, ['chars'], args)[0], name === 'strip' ? 'both' : name === 'lstrip' ? 'left' : 'right', self)));
     case 'split':
       return new FunctionValue((args: Value[]) => {
         const [sep, maxsplit] = bind('split', ['sep', 'maxsplit'], args);
@@ -159,12 +161,12 @@ export function stringMethod(self: Budget, object: Value, name: string): Value |
             start = m.index + m[0].length;
           }
         } else {
-          const separator = pyStr(sep);
+          const separator = pyStr(sep, self);
           if (separator === '') throw new TemplateFault('ValueError', 'empty separator');
           parts = s.split(separator);
           if (limit >= 0 && parts.length > limit + 1) parts = [...parts.slice(0, limit), parts.slice(limit).join(separator)];
         }
-        self.checkItems(parts.length);
+        self.buildItems(parts.length);
         return new ArrayValue(parts.map(wrap));
       });
     case 'replace':
@@ -207,16 +209,16 @@ export function splitLines(s: string): string[] {
 export function binary(self: Budget, op: string, left: Value, right: Value): Value {
   switch (op) {
     case '==':
-      return new BooleanValue(pyEquals(left, right));
+      return new BooleanValue(pyEquals(left, right, self));
     case '!=':
-      return new BooleanValue(!pyEquals(left, right));
+      return new BooleanValue(!pyEquals(left, right, self));
     case 'in':
-      return new BooleanValue(contains(right, left));
+      return new BooleanValue(contains(right, left, self));
     case 'not in':
-      return new BooleanValue(!contains(right, left));
+      return new BooleanValue(!contains(right, left, self));
     case '~': {
-      const out = pyStr(left) + pyStr(right);
-      self.checkChars(out.length);
+      const out = pyStr(left, self) + pyStr(right, self);
+      self.buildChars(out.length);
       return new StringValue(out);
     }
   }
@@ -224,7 +226,7 @@ export function binary(self: Budget, op: string, left: Value, right: Value): Val
   if (isUndefined(right)) throw undefinedFault(right);
   const unsupported = () => new TemplateFault('TypeError', `unsupported operand type(s) for ${op}: '${pythonTypeName(left)}' and '${pythonTypeName(right)}'`);
   if (op === '<' || op === '>' || op === '<=' || op === '>=') {
-    const sign = pyCompare(left, right);
+    const sign = pyCompare(left, right, self);
     if (sign === undefined) throw new TemplateFault('TypeError', `'${op}' not supported between instances of '${pythonTypeName(left)}' and '${pythonTypeName(right)}'`);
     return new BooleanValue(op === '<' ? sign < 0 : op === '>' ? sign > 0 : op === '<=' ? sign <= 0 : sign >= 0);
   }
@@ -265,13 +267,13 @@ export function binary(self: Budget, op: string, left: Value, right: Value): Val
       const markup = isMarkup(left) || isMarkup(right);
       const text = (v: Value) => (markup && !isMarkup(v) ? htmlEscape(v.value as string) : (v.value as string));
       const out = text(left) + text(right);
-      self.checkChars(out.length);
+      self.buildChars(out.length);
       return markup ? new MarkupValue(out) : new StringValue(out);
     }
     if (left instanceof StringValue) throw new TemplateFault('TypeError', `can only concatenate str (not "${pythonTypeName(right)}") to str`);
     if ((isList(left) && isList(right)) || (left instanceof TupleValue && right instanceof TupleValue)) {
       const items = [...(left.value as Value[]), ...(right.value as Value[])];
-      self.checkItems(items.length);
+      self.buildItems(items.length);
       return left instanceof TupleValue ? new TupleValue(items) : new ArrayValue(items);
     }
     if (isList(left)) throw new TemplateFault('TypeError', `can only concatenate list (not "${pythonTypeName(right)}") to list`);
@@ -282,13 +284,13 @@ export function binary(self: Budget, op: string, left: Value, right: Value): Val
     if (seq !== undefined && count !== undefined) {
       const n = Math.max(0, numberOf(count));
       if (seq instanceof StringValue) {
-        self.checkChars((seq.value as string).length * n);
+        self.buildChars((seq.value as string).length * n);
         const out = (seq.value as string).repeat(n);
         return isMarkup(seq) ? new MarkupValue(out) : new StringValue(out);
       }
       if (isList(seq) || seq instanceof TupleValue) {
         const items = seq.value as Value[];
-        self.checkItems(items.length * n);
+        self.buildItems(items.length * n);
         const out = Array.from({ length: items.length * n }, (_, i) => items[i % items.length]!);
         return seq instanceof TupleValue ? new TupleValue(out) : new ArrayValue(out);
       }
@@ -300,7 +302,7 @@ export function binary(self: Budget, op: string, left: Value, right: Value): Val
 }
 
 /** Python's `in`. */
-export function contains(container: Value, item: Value): boolean {
+export function contains(container: Value, item: Value, meter: Meter): boolean {
   if (isUndefined(container)) return false; // iterating jinja2's Undefined yields nothing
   if (container instanceof StringValue) {
     if (!(item instanceof StringValue)) throw new TemplateFault('TypeError', `'in <string>' requires string as left operand, not ${pythonTypeName(item)}`);
@@ -310,40 +312,84 @@ export function contains(container: Value, item: Value): boolean {
     const key = dictKey(item);
     return key !== undefined && (container.value as Map<string, Value>).has(key);
   }
-  if (container instanceof ArrayValue) return (container.value as Value[]).some((x) => pyEquals(x, item));
+  if (container instanceof ArrayValue) {
+    meter.countSteps((container.value as Value[]).length);
+    return (container.value as Value[]).some((x) => x === item || pyEquals(x, item, meter));
+  }
   throw new TemplateFault('TypeError', `argument of type '${pythonTypeName(container)}' is not iterable`);
 }
 
-/** Python's printf-style `str % args`, for %s, %r, %d, %i and %%. */
-function percentFormat(self: Budget, format: string, args: Value): string {
+/**
+ * Python's printf-style `str % args`, for %s, %r, %d, %i and %% (with `%(key)s` from a dict). Widths,
+ * precisions and the other conversions (`%5s`, `%.2f`, `%x`) raise here rather than print other text.
+ */
+export function percentFormat(self: Budget, format: string, args: Value): string {
+  const mapping = args instanceof ObjectValue && !(args instanceof NamespaceValue) ? (args.value as Map<string, Value>) : undefined;
   const list = args instanceof TupleValue ? (args.value as Value[]) : [args];
   let next = 0;
-  const out = format.replace(/%([srdi%])/g, (_, c: string) => {
+  const out = format.replace(/%(?:\(([^)]*)\))?([-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d*))?)([a-zA-Z%]?)/g, (whole, key: string | undefined, spec: string, c: string) => {
+    if (c === '') throw new TemplateFault('ValueError', 'incomplete format');
+    if (!'sridouxXeEfFgGca%'.includes(c)) throw new TemplateFault('ValueError', `unsupported format character '${c}' (0x${c.charCodeAt(0).toString(16)})`);
+    if (spec !== '' || !'srdi%'.includes(c)) throw new TemplateFault('TemplateRuntimeError', `the format '${whole}' is not supported here (only %s, %r, %d, %i and %%)`);
     if (c === '%') return '%';
-    const v = list[next++];
+    let v: Value | undefined;
+    if (key !== undefined) {
+      if (mapping === undefined) throw new TemplateFault('TypeError', 'format requires a mapping');
+      v = mapping.get(key);
+      if (v === undefined) throw new TemplateFault('KeyError', `'${key}'`);
+    } else v = list[next++];
     if (v === undefined) throw new TemplateFault('TypeError', 'not enough arguments for format string');
-    if (c === 's') return pyStr(v);
-    if (c === 'r') return v instanceof StringValue ? `'${v.value as string}'` : pyStr(v);
+    if (c === 's') return pyStr(v, self);
+    if (c === 'r') return pyRepr(v, self);
     if (!isNumber(v)) throw new TemplateFault('TypeError', `%${c} format: a real number is required, not ${pythonTypeName(v)}`);
-    return String(Math.trunc(numberOf(v)));
+    return String(Math.trunc(numberOf(v)) + 0);
   });
-  if (next < list.length) throw new TemplateFault('TypeError', 'not all arguments converted during string formatting');
-  self.checkChars(out.length);
+  // A dict given is taken whole, or by key: Python does not count what is left of it.
+  if (next < list.length && mapping === undefined) throw new TemplateFault('TypeError', 'not all arguments converted during string formatting');
+  self.buildChars(out.length);
   return out;
 }
 
-/** The items a for loop, `list` or a filter walks, as Python iterates the value. */
-export function iterate(v: Value, what = 'object'): Value[] {
+/**
+ * The items a for loop, `list` or a filter walks, as Python iterates the value. A string's
+ * characters and a dict's keys are made here (Python makes them one at a time): they are counted
+ * as a list built, so that a loop over a 30-million-character string stops instead of filling
+ * memory.
+ */
+export function iterate(v: Value, budget: Budget, what = 'object'): Value[] {
   if (isUndefined(v)) return [];
-  if (v instanceof StringValue) return Array.from(v.value as string, (c) => new StringValue(c));
+  if (v instanceof StringValue) {
+    const s = v.value as string;
+    budget.buildItems(s.length > 1024 ? codePointCount(s) : s.length);
+    return Array.from(s, (c) => new StringValue(c));
+  }
   if (v instanceof ArrayValue) return v.value as Value[];
-  if (v instanceof ObjectValue && !(v instanceof NamespaceValue)) return [...(v.value as Map<string, Value>).keys()].map(keyValue);
+  if (v instanceof ObjectValue && !(v instanceof NamespaceValue)) {
+    budget.buildItems((v.value as Map<string, Value>).size);
+    return [...(v.value as Map<string, Value>).keys()].map(keyValue);
+  }
   throw new TemplateFault('TypeError', `'${pythonTypeName(v)}' ${what} is not iterable`);
 }
 
+/** Python's len() of a str: its code points, counted without building them. */
+export function codePointCount(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c < 0xdc00) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d < 0xe000) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
 /** jinja2's attribute lookup for selectattr/map/sort: dotted, integers index lists. */
-export function attributePath(item: Value, attribute: Value): Value {
-  const parts = isNumber(attribute) ? [numberOf(attribute)] : pyStr(attribute).split('.');
+export function attributePath(item: Value, attribute: Value, meter: Meter): Value {
+  const parts = isNumber(attribute) ? [numberOf(attribute)] : pyStr(attribute, meter).split('.');
   let v = item;
   for (const part of parts) {
     if (v instanceof ObjectValue) v = (v.value as Map<string, Value>).get(String(part)) ?? undefinedValue(`'dict object' has no attribute '${part}'`);
@@ -355,15 +401,16 @@ export function attributePath(item: Value, attribute: Value): Value {
 }
 
 /** jinja2's sort key: the attribute's value, lower-cased when not case-sensitive. */
-export function sortKey(item: Value, attribute: Value | undefined, caseSensitive: boolean): Value {
-  const v = attribute === undefined || attribute instanceof NullValue ? item : attributePath(item, attribute);
+export function sortKey(item: Value, attribute: Value | undefined, caseSensitive: boolean, meter: Meter): Value {
+  const v = attribute === undefined || attribute instanceof NullValue ? item : attributePath(item, attribute, meter);
   return !caseSensitive && v instanceof StringValue ? new StringValue((v.value as string).toLowerCase()) : v;
 }
 
-export function sortBy(items: Value[], key: (v: Value) => Value, reverse: boolean): Value[] {
+export function sortBy(items: Value[], key: (v: Value) => Value, reverse: boolean, meter: Meter): Value[] {
+  meter.countSteps(items.length);
   const keyed = items.map((item) => ({ item, key: key(item) }));
   keyed.sort((a, b) => {
-    const sign = pyCompare(a.key, b.key);
+    const sign = pyCompare(a.key, b.key, meter);
     if (sign === undefined) throw new TemplateFault('TypeError', `'<' not supported between instances of '${pythonTypeName(a.key)}' and '${pythonTypeName(b.key)}'`);
     return reverse ? -sign : sign;
   });
@@ -390,9 +437,9 @@ export function pythonFormat(self: Budget, format: string, args: Value[]): strin
     if (/^\d+$/.test(name!)) manual = true;
     const v = name === '' ? positional[auto++] : /^\d+$/.test(name!) ? positional[Number(name)] : keywords.get(name!);
     if (v === undefined) throw new TemplateFault(name !== '' && !/^\d+$/.test(name!) ? 'KeyError' : 'IndexError', name !== '' && !/^\d+$/.test(name!) ? `'${name}'` : 'Replacement index out of range for positional args tuple');
-    return conversion === 'r' ? pyRepr(v) : pyStr(v);
+    return conversion === 'r' ? pyRepr(v, self) : pyStr(v, self);
   });
-  self.checkChars(out.length);
+  self.buildChars(out.length);
   return out;
 }
 
@@ -401,7 +448,7 @@ export function pyReplace(self: Budget, s: string, from: string, to: string, cou
   if (from === '') {
     const chars = Array.from(s);
     const k = count < 0 ? chars.length + 1 : Math.min(count, chars.length + 1);
-    self.checkChars(s.length + k * to.length);
+    self.buildChars(s.length + k * to.length);
     let out = '';
     for (let i = 0; i < chars.length; i++) out += (i < k ? to : '') + chars[i];
     return k > chars.length ? out + to : out;
@@ -409,7 +456,7 @@ export function pyReplace(self: Budget, s: string, from: string, to: string, cou
   const parts = s.split(from);
   const occurrences = parts.length - 1;
   const k = count < 0 ? occurrences : Math.min(count, occurrences);
-  self.checkChars(s.length + k * (to.length - from.length));
+  self.buildChars(s.length + k * (to.length - from.length));
   return parts.slice(0, k + 1).join(to) + (k < occurrences ? from + parts.slice(k + 1).join(from) : '');
 }
 

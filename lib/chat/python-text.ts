@@ -29,25 +29,23 @@ export function pythonInt(x: number): string {
   return Number.isSafeInteger(x) ? String(x) : BigInt(x).toString();
 }
 
-// Characters Python's str.isprintable() refuses (other than ' '), which repr() escapes.
-const NOT_PRINTABLE = /[\p{C}\p{Zl}\p{Zp}\p{Zs}]/u;
+// What repr() escapes: quotes and backslash, and the characters Python's str.isprintable() refuses
+// (categories C, Zl, Zp, and Zs but the space), found by one regex pass (a long text has few).
+const REPR_ESCAPED = /['"\\\p{C}\p{Zl}\p{Zp}\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
 
 /** Python's `repr(str)`: single quotes unless the text has ' and no ", escapes as CPython writes them. */
 export function pythonStringRepr(s: string): string {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
+  const body = s.replace(REPR_ESCAPED, (ch) => {
+    if (ch === '"' || ch === "'") return ch === quote ? '\\' + ch : ch;
+    if (ch === '\\') return '\\\\';
+    if (ch === '\n') return '\\n';
+    if (ch === '\r') return '\\r';
+    if (ch === '\t') return '\\t';
     const cp = ch.codePointAt(0)!;
-    if (ch === quote || ch === '\\') out += '\\' + ch;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (cp < 0x20 || cp === 0x7f) out += '\\x' + cp.toString(16).padStart(2, '0');
-    else if (cp > 0x7f && ch !== ' ' && NOT_PRINTABLE.test(ch)) {
-      out += cp <= 0xff ? '\\x' + cp.toString(16).padStart(2, '0') : cp <= 0xffff ? '\\u' + cp.toString(16).padStart(4, '0') : '\\U' + cp.toString(16).padStart(8, '0');
-    } else out += ch;
-  }
-  return out + quote;
+    return cp <= 0xff ? '\\x' + cp.toString(16).padStart(2, '0') : cp <= 0xffff ? '\\u' + cp.toString(16).padStart(4, '0') : '\\U' + cp.toString(16).padStart(8, '0');
+  });
+  return quote + body + quote;
 }
 
 const JSON_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
@@ -64,6 +62,21 @@ export function jsonFloat(x: number): string {
   if (x === Infinity) return 'Infinity';
   if (x === -Infinity) return '-Infinity';
   return pythonFloat(x);
+}
+
+// jinja2's _word_beginning_split_re, ([-\s({\[<]+), with Python's whitespace.
+const WORD_BEGINNING = /([-\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000({[<]+)/;
+
+/** jinja2's title filter: each piece after a space, dash or opening bracket capitalized (so "they're" is "They're"). */
+export function titleCase(s: string): string {
+  return s
+    .split(WORD_BEGINNING)
+    .filter((item) => item !== '')
+    .map((item) => {
+      const first = String.fromCodePoint(item.codePointAt(0)!);
+      return first.toUpperCase() + item.slice(first.length).toLowerCase();
+    })
+    .join('');
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', "'": '&#39;', '"': '&#34;' };

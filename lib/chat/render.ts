@@ -10,6 +10,7 @@ import { GgufError } from '../errors.js';
 import { ChatInterpreter } from './interpreter.js';
 import { BudgetExceeded, TemplateFault } from './python-ops.js';
 import { strftime } from './python-text.js';
+import { describeSyntaxError } from './syntax-errors.js';
 import { rewriteTokens } from './token-rewrites.js';
 import {
   ArrayValue,
@@ -24,6 +25,7 @@ import {
   isNumber,
   numberOf,
   pyStr,
+  type Meter,
   type Value,
 } from './values.js';
 
@@ -37,7 +39,7 @@ export interface ChatMessage {
 export interface ChatTemplateLimits {
   /** Milliseconds a render may take before it is stopped (default 2000). */
   timeoutMs?: number;
-  /** Longest string a template may build, its output included, in UTF-16 units (default 32 Mi). */
+  /** Longest string a template may build, its output included, in UTF-16 units (default 32 Mi); all it builds in a render: 8 times this. */
   maxChars?: number;
 }
 
@@ -90,7 +92,7 @@ export function renderChatTemplate(template: string, options: RenderChatTemplate
   const interpreter = new ChatInterpreter(env, { deadline: start + timeoutMs, maxChars, maxItems: MAX_ITEMS });
   try {
     const program = parsed(template);
-    setGlobals(env, options.now);
+    setGlobals(env, options.now, interpreter);
     for (const [key, value] of values) env.setVariable(key, value as never);
     const out = (interpreter as unknown as { run(program: unknown): Value }).run(program);
     return out.value as string;
@@ -104,7 +106,13 @@ function parsed(template: string): ReturnType<typeof parse> {
   if (program === undefined) {
     // jinja2 reads \r\n and \r as \n everywhere in the source before lexing.
     const source = template.replace(/\r\n?/g, '\n');
-    program = parse(rewriteTokens(tokenize(source, { lstrip_blocks: true, trim_blocks: true })) as never);
+    const parseText = (text: string) => parse(rewriteTokens(tokenize(text, { lstrip_blocks: true, trim_blocks: true })) as never);
+    try {
+      program = parseText(source);
+    } catch (error) {
+      const words = error instanceof SyntaxError ? error.message : 'the template does not parse';
+      throw new TemplateFault('TemplateSyntaxError', describeSyntaxError(source, parseText, words));
+    }
     if (parsedCache.size >= PARSED_CACHE_SIZE) parsedCache.delete(parsedCache.keys().next().value!);
     parsedCache.set(template, program);
   }
@@ -122,7 +130,7 @@ function describe(error: unknown, timeoutMs: number): string {
   return `TemplateError: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-function setGlobals(env: Environment, now: Date | undefined): void {
+function setGlobals(env: Environment, now: Date | undefined, meter: Meter): void {
   const set = (name: string, value: Value) => env.setVariable(name, value as never);
   for (const [name, value] of [['true', true], ['false', false], ['True', true], ['False', false]] as const) set(name, new BooleanValue(value));
   set('none', new NullValue());
@@ -130,10 +138,10 @@ function setGlobals(env: Environment, now: Date | undefined): void {
   set(
     'raise_exception',
     new FunctionValue((args: Value[]) => {
-      throw new TemplateFault('TemplateError', args[0] === undefined ? '' : pyStr(args[0]));
+      throw new TemplateFault('TemplateError', args[0] === undefined ? '' : pyStr(args[0], meter));
     }),
   );
-  set('strftime_now', new FunctionValue((args: Value[]) => new StringValue(strftime(now ?? new Date(), args[0] === undefined ? '' : pyStr(args[0])))));
+  set('strftime_now', new FunctionValue((args: Value[]) => new StringValue(strftime(now ?? new Date(), args[0] === undefined ? '' : pyStr(args[0], meter)))));
   set('range', new FunctionValue(range));
   set(
     'dict',
@@ -181,7 +189,15 @@ function toValue(x: unknown, path: string, depth: number): Value {
       return new NullValue();
     case 'object': {
       if (x === null) return new NullValue();
-      if (Array.isArray(x)) return new ArrayValue(x.map((item, i) => toValue(item, `${path}[${i}]`, depth + 1)));
+      // A hole in an array is null, as JSON.stringify writes it.
+      if (Array.isArray(x)) return new ArrayValue(Array.from(x, (item, i) => toValue(item, `${path}[${i}]`, depth + 1)));
+      // Plain objects only: a Map, Set, Date, RegExp, Buffer, typed array or class instance has no
+      // JSON-like keys (it would render as {} or a dict of its bytes).
+      const prototype = Object.getPrototypeOf(x) as unknown;
+      if (prototype !== Object.prototype && prototype !== null) {
+        const kind = Object.prototype.toString.call(x).slice(8, -1);
+        throw new TypeError(`chat: ${path} is ${kind === 'Object' ? 'an object of a class' : `${/^[AEIO]/.test(kind) ? 'an' : 'a'} ${kind}`}; templates take JSON-like data (plain objects, arrays, strings, numbers, booleans, null)`);
+      }
       const map = new Map<string, Value>();
       for (const key of Object.keys(x)) {
         const item = (x as Record<string, unknown>)[key];

@@ -38,6 +38,17 @@ let kwargsSeen: Value | undefined;
 probeEnv.setVariable('capture', new FunctionValue((args: Value[]) => ((kwargsSeen = args[0]), new NullValue())) as never);
 evalNode({ type: 'CallExpression', callee: { type: 'Identifier', value: 'capture' }, args: [{ type: 'KeywordArgumentExpression', key: { value: 'k' }, value: { type: 'IntegerLiteral', value: 1 } }] });
 export const KeywordArgumentsValue = kwargsSeen!.constructor as ValueClass;
+/** The errors `{% break %}` and `{% continue %}` throw, up to the loop. */
+const thrown = (node: object): new () => Error => {
+  try {
+    evalNode(node);
+  } catch (error) {
+    return (error as Error).constructor as new () => Error;
+  }
+  throw new Error(`${JSON.stringify(node)} did not throw`);
+};
+export const BreakControl = thrown({ type: 'Break' });
+export const ContinueControl = thrown({ type: 'Continue' });
 
 /** markupsafe's Markup: a string already escaped; `+` with a plain string escapes the other side. */
 class Markup extends StringValue {
@@ -122,15 +133,28 @@ export function pythonTypeName(v: Value): string {
 /** A number's value as Python sees it: True is 1. */
 export const numberOf = (v: Value): number => (v instanceof BooleanValue ? Number(v.value) : (v.value as number));
 
-/** Python's str(): what `{{ x }}`, `~` and `|string` print. */
-export function pyStr(v: Value): string {
-  if (v instanceof StringValue) return v.value as string;
-  if (v instanceof UndefinedValue) return '';
-  return pyRepr(v);
+/**
+ * What the deep operations (repr, ==, <, json.dumps) report their work to, the render's budgets
+ * (ChatInterpreter): one call may walk a million items, so each counts its steps against the
+ * deadline and the characters it builds against the size budgets as it goes.
+ */
+export interface Meter {
+  /** Work done (items walked, compared or written); the deadline is read every 1,024 steps. */
+  countSteps(n: number): void;
+  /** A string of this many characters is built: at most maxChars, and counted in the render's total. */
+  buildChars(n: number): void;
+  readonly limits: { readonly maxChars: number };
 }
 
-/** Python's repr(), as str() of lists and dicts shows their items. */
-export function pyRepr(v: Value): string {
+/** Python's str(): what `{{ x }}`, `~` and `|string` print. */
+export function pyStr(v: Value, meter: Meter): string {
+  if (v instanceof StringValue) return v.value as string;
+  if (v instanceof UndefinedValue) return '';
+  return pyRepr(v, meter);
+}
+
+/** Python's repr() of a value without items. */
+function scalarRepr(v: Value): string {
   if (v instanceof MarkupValue) return `Markup(${pythonStringRepr(v.value)})`;
   if (v instanceof StringValue) return pythonStringRepr(v.value);
   if (v instanceof BooleanValue) return v.value ? 'True' : 'False';
@@ -139,22 +163,65 @@ export function pyRepr(v: Value): string {
   if (v instanceof NullValue) return 'None';
   if (v instanceof UndefinedValue) return 'Undefined';
   if (v instanceof IteratorValue) return `<${v.pythonType} object at 0x7f0000000000>`;
-  if (v instanceof TupleValue) return v.value.length === 1 ? `(${pyRepr(v.value[0])},)` : `(${(v.value as Value[]).map(pyRepr).join(', ')})`;
-  if (v instanceof ArrayValue) return `[${(v.value as Value[]).map(pyRepr).join(', ')}]`;
-  if (v instanceof NamespaceValue) return `<Namespace ${dictRepr(v.value)}>`;
-  if (v instanceof ObjectValue) return dictRepr(v.value);
   if (v instanceof FunctionValue) return '<function object at 0x7f0000000000>';
   return String(v.value);
 }
 
-function dictRepr(map: Map<string, Value>): string {
+/**
+ * Python's repr(), as str() of lists and dicts shows their items. Written piece by piece, each
+ * string's size checked before its repr is made, so that a list of big strings stops at maxChars.
+ */
+export function pyRepr(v: Value, meter: Meter): string {
+  const max = meter.limits.maxChars;
   const parts: string[] = [];
-  for (const [k, x] of map) parts.push(`${pyRepr(keyValue(k))}: ${pyRepr(x)}`);
-  return `{${parts.join(', ')}}`;
+  let length = 0;
+  const emit = (text: string) => {
+    length += text.length;
+    if (length > max) meter.buildChars(length); // throws
+    parts.push(text);
+  };
+  const walk = (x: Value): void => {
+    meter.countSteps(1);
+    if (x instanceof StringValue) {
+      // A repr is at least as long as the text (its quotes aside).
+      if (length + (x.value as string).length > max) meter.buildChars(length + (x.value as string).length);
+      return emit(scalarRepr(x));
+    }
+    if (x instanceof IteratorValue || !(x instanceof ArrayValue || x instanceof ObjectValue)) return emit(scalarRepr(x));
+    if (x instanceof ArrayValue) {
+      const items = x.value as Value[];
+      const tuple = x instanceof TupleValue;
+      emit(tuple ? '(' : '[');
+      items.forEach((item, i) => {
+        if (i > 0) emit(', ');
+        walk(item);
+      });
+      return emit(tuple ? (items.length === 1 ? ',)' : ')') : ']');
+    }
+    const namespace = x instanceof NamespaceValue;
+    emit(namespace ? '<Namespace {' : '{');
+    let first = true;
+    for (const [k, item] of x.value as Map<string, Value>) {
+      if (!first) emit(', ');
+      first = false;
+      walk(keyValue(k));
+      emit(': ');
+      walk(item);
+    }
+    emit(namespace ? '}>' : '}');
+  };
+  walk(v);
+  const text = parts.length === 1 ? parts[0]! : parts.join('');
+  meter.buildChars(text.length);
+  return text;
 }
 
-/** Python's ==. */
-export function pyEquals(a: Value, b: Value): boolean {
+/**
+ * Python's ==. Items are compared as CPython compares them, the same object being equal to itself
+ * without a walk (`b == b` over a million references to one list is quick in Python too).
+ */
+export function pyEquals(a: Value, b: Value, meter: Meter): boolean {
+  meter.countSteps(1);
   if (isNumber(a) && isNumber(b)) return numberOf(a) === numberOf(b);
   if (a instanceof StringValue && b instanceof StringValue) return a.value === b.value;
   if (a instanceof NullValue || b instanceof NullValue) return a instanceof NullValue && b instanceof NullValue;
@@ -162,17 +229,22 @@ export function pyEquals(a: Value, b: Value): boolean {
   if (a instanceof IteratorValue || b instanceof IteratorValue) return a === b;
   if (a instanceof ArrayValue && b instanceof ArrayValue) {
     if (a instanceof TupleValue !== b instanceof TupleValue) return false;
+    if (a === b) return true;
     const x = a.value as Value[];
     const y = b.value as Value[];
-    return x.length === y.length && x.every((item, i) => pyEquals(item, y[i]!));
+    // The walk below may skip its items (the same object): its length is the work.
+    meter.countSteps(x.length);
+    return x.length === y.length && x.every((item, i) => item === y[i] || pyEquals(item, y[i]!, meter));
   }
   if (a instanceof ObjectValue && b instanceof ObjectValue && !(a instanceof NamespaceValue) && !(b instanceof NamespaceValue)) {
+    if (a === b) return true;
     const x = a.value as Map<string, Value>;
     const y = b.value as Map<string, Value>;
     if (x.size !== y.size) return false;
+    meter.countSteps(x.size);
     for (const [k, item] of x) {
       const other = y.get(k);
-      if (other === undefined || !pyEquals(item, other)) return false;
+      if (other === undefined || !(item === other || pyEquals(item, other, meter))) return false;
     }
     return true;
   }
@@ -180,7 +252,8 @@ export function pyEquals(a: Value, b: Value): boolean {
 }
 
 /** Python's <, >, <=, >= as a sign, or undefined where Python raises TypeError. */
-export function pyCompare(a: Value, b: Value): number | undefined {
+export function pyCompare(a: Value, b: Value, meter: Meter): number | undefined {
+  meter.countSteps(1);
   if (isNumber(a) && isNumber(b)) {
     const x = numberOf(a);
     const y = numberOf(b);
@@ -190,9 +263,10 @@ export function pyCompare(a: Value, b: Value): number | undefined {
   if (a instanceof ArrayValue && b instanceof ArrayValue && !(a instanceof IteratorValue) && !(b instanceof IteratorValue) && a instanceof TupleValue === b instanceof TupleValue) {
     const x = a.value as Value[];
     const y = b.value as Value[];
+    meter.countSteps(Math.min(x.length, y.length));
     for (let i = 0; i < Math.min(x.length, y.length); i++) {
-      if (pyEquals(x[i]!, y[i]!)) continue;
-      return pyCompare(x[i]!, y[i]!);
+      if (x[i] === y[i] || pyEquals(x[i]!, y[i]!, meter)) continue;
+      return pyCompare(x[i]!, y[i]!, meter);
     }
     return Math.sign(x.length - y.length);
   }
@@ -211,16 +285,17 @@ export interface JsonOptions {
 /** What json.dumps refuses, as Python says it. */
 export class NotSerializable extends Error {}
 
-/** Python's json.dumps of a value; `budget` bounds the characters written (RangeError past it). */
-export function jsonDumps(v: Value, options: JsonOptions, budget: number): string {
+/** Python's json.dumps of a value, its size and work counted by the meter as it is written. */
+export function jsonDumps(v: Value, options: JsonOptions, meter: Meter): string {
   const out: string[] = [];
   let written = 0;
   const emit = (s: string) => {
     written += s.length;
-    if (written > budget) throw new RangeError('json too large');
+    if (written > meter.limits.maxChars) meter.buildChars(written); // throws
     out.push(s);
   };
   const walk = (x: Value, depth: number): void => {
+    meter.countSteps(1);
     if (x instanceof StringValue) return emit(jsonString(x.value, options.ensureAscii));
     if (x instanceof BooleanValue) return emit(x.value ? 'true' : 'false');
     if (x instanceof IntegerValue) return emit(pythonInt(x.value));
@@ -242,7 +317,7 @@ export function jsonDumps(v: Value, options: JsonOptions, budget: number): strin
     if (x instanceof ObjectValue && !(x instanceof NamespaceValue)) {
       let entries = [...(x.value as Map<string, Value>)];
       if (entries.length === 0) return emit('{}');
-      if (options.sortKeys) entries = entries.sort(([p], [q]) => pyCompare(keyValue(p), keyValue(q)) ?? compareCodePoints(p, q));
+      if (options.sortKeys) entries = entries.sort(([p], [q]) => pyCompare(keyValue(p), keyValue(q), meter) ?? compareCodePoints(p, q));
       emit('{');
       entries.forEach(([key, item], i) => {
         emit(i === 0 ? newline : options.itemSeparator + newline);
@@ -257,5 +332,7 @@ export function jsonDumps(v: Value, options: JsonOptions, budget: number): strin
     throw new NotSerializable(`Object of type ${pythonTypeName(x)} is not JSON serializable`);
   };
   walk(v, 0);
-  return out.join('');
+  const text = out.join('');
+  meter.buildChars(text.length);
+  return text;
 }

@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import type { GgufFile } from '../file/gguf-file.js';
 import type { ChatMessage } from '../chat/render.js';
-import { printable } from './inspect.js';
 
 export class ChatUsageError extends Error {}
 
@@ -94,6 +93,16 @@ export function runChat(file: GgufFile, args: ChatArgs, options: { terminal: boo
     const ids = Array.from(file.applyChatTemplate(args.messages, { ...asked, tokenize: true }));
     return `${JSON.stringify({ prompt, tokens: ids, count: ids.length })}\n`;
   }
-  // Newlines and tabs stay as they are; other control characters cannot drive the terminal.
-  return options.terminal ? `${printable(prompt).replace(/\\u000a/g, '\n').replace(/\\u0009/g, '\t')}\n` : prompt;
+  return options.terminal ? `${terminalText(prompt)}\n` : prompt;
+}
+
+/**
+ * The prompt as a terminal shows it: newlines and tabs as they are; other control characters (and
+ * bidi controls) as `\uXXXX`, so that they cannot drive the terminal; and a backslash doubled, so
+ * that six characters `\u000a` in a message read `\\u000a`, never as an escaped character.
+ */
+export function terminalText(prompt: string): string {
+  return prompt.replace(/[\\\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) =>
+    c === '\\' ? '\\\\' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

@@ -52,7 +52,14 @@ describe('GgufFile.applyChatTemplate', () => {
   it('no template, or no template of that name: CHAT_TEMPLATE_ERROR naming what there is', () => {
     expect(() => parseGguf(encodeGguf(spec(undefined))).applyChatTemplate(messages)).toThrow(/has no tokenizer\.chat_template/);
     const named = parseGguf(encodeGguf(spec(SIMPLE, { named: { rag: 'r' } })));
-    expect(() => named.applyChatTemplate(messages, { name: 'tool_use' })).toThrow(/no tokenizer\.chat_template\.tool_use; named templates: rag/);
+    expect(() => named.applyChatTemplate(messages, { name: 'tool_use' })).toThrow(
+      'the file has no tokenizer.chat_template.tool_use; it has the default template (tokenizer.chat_template) and named templates: rag',
+    );
+    const onlyDefault = parseGguf(encodeGguf(spec(SIMPLE)));
+    expect(() => onlyDefault.applyChatTemplate(messages, { name: 'rag' })).toThrow('the file has no tokenizer.chat_template.rag; it has the default template (tokenizer.chat_template)');
+    const onlyNamed = parseGguf(encodeGguf(spec(undefined, { named: { rag: 'r' } })));
+    expect(() => onlyNamed.applyChatTemplate(messages)).toThrow('the file has no tokenizer.chat_template; it has named templates: rag');
+    expect(() => parseGguf(encodeGguf(spec(undefined))).applyChatTemplate(messages, { name: 'rag' })).toThrow('the file has no tokenizer.chat_template.rag; it has no chat template');
   });
 
   it("a template that raises: CHAT_TEMPLATE_ERROR at the template key's offset", () => {

@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { encodeGguf, parseGguf, type GgufWriteSpec } from '../../lib/index.js';
-import { parseChatArgs } from '../../lib/cli/chat-command.js';
+import { parseChatArgs, runChat } from '../../lib/cli/chat-command.js';
 import type { HubServer } from '../../scripts/hub-imitation.js';
 import { useHubImitation } from '../helpers/hub.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
@@ -111,6 +111,15 @@ describe.skipIf(SKIP_SHARED)('gguf-mmap chat', () => {
     expect(() => parseChatArgs(['model.gguf', '--messages', m, '--var', 'novalue'])).toThrow(/KEY=JSON/);
     expect(() => parseChatArgs(['a.gguf', 'b.gguf', '--messages', m])).toThrow(/one MODEL/);
     expect(() => parseChatArgs(['model.gguf', '--messages', m, '--bogus'])).toThrow(/unknown option '--bogus'/);
+  });
+
+  it('on a terminal, the text is shown unambiguously: a backslash doubled, control characters but newline and tab escaped (in-process)', () => {
+    const file = parseGguf(model('{% for m in messages %}{{ m.content }}|{% endfor %}', '<s>', '</s>'));
+    // Six characters `\u000a` and `\u0009`, a real newline and tab, an escape sequence.
+    const content = 'a\\u000ab\\u0009c\nd\te\u001b[31mf\\g';
+    const args = { model: 'm', messages: [{ role: 'user', content }], generationPrompt: false, tokens: false, variables: {}, split: true };
+    expect(runChat(file, args, { terminal: true })).toBe('a\\\\u000ab\\\\u0009c\nd\te\\u001b[31mf\\\\g|\n');
+    expect(runChat(file, args, { terminal: false })).toBe(`${content}|`);
   });
 
   it('usage errors: exit 1', async () => {

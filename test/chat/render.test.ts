@@ -63,3 +63,24 @@ describe('held-out chat-template cases (our templates, recorded from jinja2)', (
 
   it.each(cases.map((c, i) => [c.id, c, expected[i]!] as const))('%s', (_, c, e) => check(c, e));
 });
+
+describe('what is not done here raises, never printing another text than jinja2', () => {
+  const errorOf = (template: string) => {
+    try {
+      renderChatTemplate(template, { messages: [] });
+    } catch (error) {
+      return (error as GgufError).message;
+    }
+    return 'rendered';
+  };
+
+  it.each(['attr', 'filesizeformat', 'pprint', 'random', 'slice', 'striptags', 'urlencode', 'urlize', 'wordwrap', 'xmlattr'])('the filter %s', (name) => {
+    expect(errorOf(`{{ 'x'|${name} }}`)).toContain(`TemplateRuntimeError: the filter '${name}' is not supported here`);
+  });
+
+  it('% with a width, a precision or another conversion (jinja2 prints "    a", "3.14")', () => {
+    expect(errorOf("{{ '%5s' % 'a' }}")).toContain("TemplateRuntimeError: the format '%5s' is not supported here");
+    expect(errorOf("{{ '%.2f'|format(3.14159) }}")).toContain("TemplateRuntimeError: the format '%.2f' is not supported here");
+    expect(errorOf("{{ '%q' % 1 }}")).toContain("ValueError: unsupported format character 'q' (0x71)");
+  });
+});

@@ -62,6 +62,34 @@ describe('chat template sandbox', () => {
     expect(() => renderChatTemplate('x', { messages: [cyclic as { role: string }] })).toThrow(/nested deeper/);
   });
 
+  it('so are a Map, Set, Date, RegExp, Buffer, typed array or class instance, wherever they are (not rendered as {} or a dict of bytes)', () => {
+    class Point {
+      x = 1;
+    }
+    const odd: Array<[string, unknown]> = [
+      ['a Map', new Map([['k', 'v']])],
+      ['a Set', new Set([1])],
+      ['a Date', new Date(0)],
+      ['a RegExp', /x/],
+      ['a Uint8Array', Buffer.from('hi')],
+      ['a Float32Array', new Float32Array(2)],
+      ['an ArrayBuffer', new ArrayBuffer(2)],
+      ['an object of a class', new Point()],
+      ['a String', new String('boxed')],
+    ];
+    for (const [kind, value] of odd) {
+      const message = `chat: messages[0].content is ${kind}; templates take JSON-like data`;
+      expect(() => renderChatTemplate('{{ messages }}', { messages: [{ role: 'user', content: value }] }), kind).toThrow(TypeError);
+      expect(() => renderChatTemplate('{{ messages }}', { messages: [{ role: 'user', content: value }] }), kind).toThrow(message);
+      expect(() => renderChatTemplate('{{ x }}', { messages, variables: { x: [value] } }), kind).toThrow('chat: x[0] is');
+      expect(() => renderChatTemplate('{{ tools }}', { messages, tools: [{ f: value }] }), kind).toThrow('chat: tools[0].f is');
+    }
+    // Plain data still crosses: objects without a prototype, and arrays with holes (null, as JSON writes them).
+    const bare = Object.assign(Object.create(null) as object, { role: 'user', content: 'c' });
+    // eslint-disable-next-line no-sparse-arrays
+    expect(renderChatTemplate('{{ messages[0].content }}{{ x }}', { messages: [bare as { role: string }], variables: { x: [1, , 3] } })).toBe('c[1, None, 3]');
+  });
+
   it('a loop that runs too long is stopped at the deadline', () => {
     const error = errorOf('{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}', { timeoutMs: 30 });
     expect(error.message).toContain('stopped: the template ran past its time limit (30 ms)');
@@ -73,7 +101,7 @@ describe('chat template sandbox', () => {
     );
     expect(errorOf("{{ 'x' * 1000000000000 }}", { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ range(100000)|join(',') }}{{ range(100000)|join(',') }}", { maxChars: 1000 }).message).toContain('stopped');
-    expect(errorOf('{% for i in range(100000) %}{{ messages }}{% endfor %}', { maxChars: 10_000 }).message).toContain('stopped: the template wrote more than 40000 characters');
+    expect(errorOf('{% for i in range(2000) %}{{ messages }}{% endfor %}', { maxChars: 10_000 }).message).toContain('stopped: the template wrote more than 40000 characters');
     expect(errorOf('{{ messages|tojson(indent=1000000000) }}', { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ 'x'|indent(1000000000, true) }}", { maxChars: 10_000 }).message).toContain('stopped');
     expect(errorOf("{{ ('x' * 5000).replace('', 'y' * 5000) }}", { maxChars: 10_000 }).message).toContain('stopped');
@@ -94,8 +122,26 @@ describe('chat template sandbox', () => {
     expect(out).toBe(`${200_001} ${500_001} ${100_001}`);
   });
 
-  it('a template that does not parse is CHAT_TEMPLATE_ERROR too', () => {
-    expect(errorOf('{% if %}').message).toContain('chat template:');
-    expect(errorOf('{% for x in messages %}').message).toContain('chat template:');
+  it("a template that does not parse: jinja2's words and line (recorded: str(e) and e.lineno of jinja2's TemplateSyntaxError)", () => {
+    const recorded: Array<[string, string, number]> = [
+      ["{% for x in messages %}", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 1],
+      ["a\n{% for x in messages %}\n{% if x %}\nb{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'endfor'. You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 4],
+      ["{% if x %}{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'endfor'. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 1],
+      ["{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'.", 1],
+      ["x\n\n{% foo %}", "TemplateSyntaxError: Encountered unknown tag 'foo'.", 3],
+      ["{% for x in messages %}{% else %}{% else %}{% endfor %}", "TemplateSyntaxError: Encountered unknown tag 'else'. Jinja was looking for the following tags: 'endfor'. The innermost block that needs to be closed is 'for'.", 1],
+      ["{% macro f() %}", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endmacro'. The innermost block that needs to be closed is 'macro'.", 1],
+      ["{% set x %}abc", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'endset'. The innermost block that needs to be closed is 'set'.", 1],
+      ["{% for x in messages %}\n{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'. Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 2],
+      ["{% if a %}{% elif b %}{% else %}{% elif c %}{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'elif'. Jinja was looking for the following tags: 'endif'. The innermost block that needs to be closed is 'if'.", 1],
+      ["{% if a %}\n{% for b in c %}\n{% endif %}", "TemplateSyntaxError: Encountered unknown tag 'endif'. You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.", 3],
+      ["x\n{% set y = '%}' %}\n{{ y }}\n{% if y %}\n", "TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.", 4],
+      ["{{ 1 + }}", "TemplateSyntaxError: unexpected 'end of print statement'", 1],
+      ["{{ x ", "TemplateSyntaxError: unexpected end of template, expected 'end of print statement'.", 1]
+    ];
+    for (const [template, words, line] of recorded) expect(errorOf(template).message, template).toContain(`chat template: ${words} (line ${line})`);
+    // What jinja2 words otherwise is said in the parser's words, on the line of the tag.
+    expect(errorOf('a\n{% if %}').message).toContain("TemplateSyntaxError: unexpected 'end of statement block' (line 2)");
+    expect(errorOf('a\n\n{% raw %}{{ x }}{% endraw %}').message).toContain("TemplateSyntaxError: the tag 'raw' is not supported here (line 3)");
   });
 });
