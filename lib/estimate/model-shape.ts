@@ -123,16 +123,21 @@ export interface MlaShape {
 
 type Meta = GgufFile['metadata'];
 
+/**
+ * A number of the header: a scalar, or element `layer` of an array, read where it lies (an array
+ * is never decoded whole: a key may hold millions of elements, and a shape reads each key once
+ * per layer).
+ */
 function numberAt(meta: Meta, key: string, layer: number): number | undefined {
+  const array = meta.array(key);
+  if (array !== undefined) {
+    const v = array.at(layer);
+    return v === undefined ? undefined : Number(v);
+  }
   const value = meta.get(key);
-  if (value === undefined) return undefined;
   if (typeof value === 'number') return value;
   if (typeof value === 'bigint') return Number(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
-  if (ArrayBuffer.isView(value) || Array.isArray(value)) {
-    const v = (value as ArrayLike<number | bigint | boolean>)[layer];
-    return v === undefined ? undefined : Number(v);
-  }
   return undefined;
 }
 
@@ -141,13 +146,23 @@ function scalar(meta: Meta, key: string): number | undefined {
 }
 
 function isArray(meta: Meta, key: string): boolean {
-  const value = meta.get(key);
-  return value !== undefined && (ArrayBuffer.isView(value) || Array.isArray(value));
+  return meta.type(key) === 'ARRAY';
+}
+
+/**
+ * A per-layer number: the key's one value for every layer, or its element for this layer. As
+ * llama.cpp's get_key_or_arr, an array must have one element per block: another length is
+ * BAD_HYPERPARAMETER ("wrong array length"), not a guess.
+ */
+function perLayer(meta: Meta, key: string, layer: number, layers: number): number | undefined {
+  const length = meta.info(key)?.length;
+  if (length !== undefined && length !== layers) throw badHyperparameter(`${key} has wrong array length: ${length} elements for ${layers} blocks (llama.cpp refuses it)`);
+  return numberAt(meta, key, layer);
 }
 
 function maxOf(meta: Meta, key: string, layers: number): number {
   let max = 0;
-  for (let il = 0; il < layers; il++) max = Math.max(max, numberAt(meta, key, il) ?? 0);
+  for (let il = 0; il < layers; il++) max = Math.max(max, perLayer(meta, key, il, layers) ?? 0);
   return max;
 }
 
@@ -238,6 +253,8 @@ function readShape(file: GgufFile): ModelShape {
   if (!Number.isSafeInteger(layerCount) || layerCount < 1 || layerCount > MAX_LAYERS) {
     throw badHyperparameter(`${k('block_count')} is ${String(layerCount)}: llama.cpp takes 1 to ${MAX_LAYERS} blocks`);
   }
+  // a per-layer key (one value, or an array of one per block)
+  const at = (key: string, il: number) => perLayer(meta, key, il, layerCount);
   const embeddingLength = scalar(meta, k('embedding_length')) ?? 0;
   const tokens = meta.info('tokenizer.ggml.tokens');
   const vocabularySize = tokens?.length ?? scalar(meta, k('vocab_size')) ?? 0;
@@ -255,7 +272,7 @@ function readShape(file: GgufFile): ModelShape {
   const isSwa = (il: number): boolean => {
     if (!swaEnabled) return false;
     if (rule.swa === 'all') return true;
-    if (isArray(meta, swaKey)) return (numberAt(meta, swaKey, il) ?? 0) !== 0;
+    if (isArray(meta, swaKey)) return (at(swaKey, il) ?? 0) !== 0;
     const period = scalar(meta, swaKey) ?? (rule.swa as number);
     if (period === 0) return true;
     return rule.swaDenseFirst === true ? il % period !== 0 : il % period < period - 1;
@@ -266,14 +283,14 @@ function readShape(file: GgufFile): ModelShape {
   if (!Number.isSafeInteger(nextn) || nextn < 0 || nextn > layerCount) throw badHyperparameter(`${k('nextn_predict_layers')} is ${String(nextn)} of ${layerCount} blocks`);
   const trunkLayers = layerCount - nextn;
   const recurrentKey = k('attention.recurrent_layers');
-  const headCountKvAt = (il: number) => numberAt(meta, k('attention.head_count_kv'), il) ?? numberAt(meta, k('attention.head_count'), il) ?? 0;
+  const headCountKvAt = (il: number) => at(k('attention.head_count_kv'), il) ?? at(k('attention.head_count'), il) ?? 0;
   const isRecurrent = (il: number): boolean => {
     if (rule.memory === 'recurrent') return true;
     if (rule.memory !== 'hybrid') return false;
     if (rule.allLayersBoth === true) return true;
-    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && (at(k('feed_forward_length'), il) ?? 0) === 0;
     if (rule.fullAttentionInterval !== undefined) {
-      if (meta.has(recurrentKey)) return (numberAt(meta, recurrentKey, isArray(meta, recurrentKey) ? il : 0) ?? 0) !== 0;
+      if (meta.has(recurrentKey)) return (at(recurrentKey, il) ?? 0) !== 0;
       const interval = scalar(meta, k('full_attention_interval')) ?? rule.fullAttentionInterval;
       return il < trunkLayers && (il + 1) % interval !== 0;
     }
@@ -294,7 +311,7 @@ function readShape(file: GgufFile): ModelShape {
     if (rule.indexer === 'dsa' && arch !== 'deepseek32' && meta.has(typesKey)) {
       // a per-layer (or one) indexer type: 1 marks a layer with its own full indexer (DeepSeek 3.2
       // keeps one on every layer whatever the key says)
-      if ((numberAt(meta, typesKey, isArray(meta, typesKey) ? il : 0) ?? 0) !== 1) return 0;
+      if ((at(typesKey, il) ?? 0) !== 1) return 0;
     }
     return keyLength;
   };
@@ -303,23 +320,23 @@ function readShape(file: GgufFile): ModelShape {
   // the sparse-attention caches and the interval hybrids' attention filter leave the NextN layers out
   const trunk = nextn > 0 && (rule.indexer !== undefined || rule.fullAttentionInterval !== undefined) ? trunkLayers : layerCount;
   for (let il = 0; il < layerCount; il++) {
-    const headCount = numberAt(meta, k('attention.head_count'), il) ?? 0;
-    const headCountKv = numberAt(meta, k('attention.head_count_kv'), il) ?? headCount;
+    const headCount = at(k('attention.head_count'), il) ?? 0;
+    const headCountKv = at(k('attention.head_count_kv'), il) ?? headCount;
     const recurrent = isRecurrent(il);
     const swa = isSwa(il);
     let attention = rule.memory === 'kv' || (rule.memory === 'hybrid' && (rule.allLayersBoth === true || !recurrent));
-    if (rule.attentionWhereNoFfn === true) attention = !recurrent && (numberAt(meta, k('feed_forward_length'), il) ?? 0) === 0;
+    if (rule.attentionWhereNoFfn === true) attention = !recurrent && (at(k('feed_forward_length'), il) ?? 0) === 0;
     if (attention && headCountKv === 0 && !mla) attention = false;
     if (il >= trunk) attention = false;
     if (sharedKv > 0 && il >= layerCount - sharedKv) attention = false;
     if (rule.kvLayersFromStart !== undefined && il >= rule.kvLayersFromStart) attention = false;
     const defaultHead = headCount > 0 ? embeddingLength / headCount : 0;
-    let keyLength = (swa ? numberAt(meta, k('attention.key_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.key_length'), il) ?? defaultHead;
-    let valueLength = (swa ? numberAt(meta, k('attention.value_length_swa'), il) : undefined) ?? numberAt(meta, k('attention.value_length'), il) ?? defaultHead;
+    let keyLength = (swa ? at(k('attention.key_length_swa'), il) : undefined) ?? at(k('attention.key_length'), il) ?? defaultHead;
+    let valueLength = (swa ? at(k('attention.value_length_swa'), il) : undefined) ?? at(k('attention.value_length'), il) ?? defaultHead;
     if (!has(il, 'attn_k') && !has(il, 'attn_qkv') && has(il, 'attn_kv_a_mqa') && !mla) {
       // MLA weights without the absorbed cache (MiniCPM3): K and V per head as usual
-      keyLength = numberAt(meta, k('attention.key_length'), il) ?? keyLength;
-      valueLength = numberAt(meta, k('attention.value_length'), il) ?? valueLength;
+      keyLength = at(k('attention.key_length'), il) ?? keyLength;
+      valueLength = at(k('attention.value_length'), il) ?? valueLength;
     }
     layers.push({
       index: il,
@@ -343,7 +360,7 @@ function readShape(file: GgufFile): ModelShape {
   let recurrentR = 0;
   let recurrentS = 0;
   if (rule.memory === 'recurrent' || rule.memory === 'hybrid') {
-    const headCount0 = numberAt(meta, k('attention.head_count'), 0) ?? 0;
+    const headCount0 = at(k('attention.head_count'), 0) ?? 0;
     const wkvHead = scalar(meta, k('wkv.head_size')) ?? 0;
     const shortConv = scalar(meta, k('shortconv.l_cache')) ?? 0;
     const kdaHead = scalar(meta, k('kda.head_dim')) ?? 0;

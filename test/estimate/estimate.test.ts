@@ -306,6 +306,36 @@ describe('estimateMemory on hostile headers', () => {
     refused(file);
   });
 
+  it('a per-layer array of another length than the blocks is BAD_HYPERPARAMETER, as llama.cpp\'s "wrong array length"', () => {
+    const perLayer = (values: number[]) => ({ type: 'ARRAY', arrayType: 'UINT32', value: values }) as const;
+    const file = (kv: number[]) => parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'llama' },
+        'llama.block_count': u32(32), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+        'llama.attention.head_count_kv': perLayer(kv),
+      },
+      tensors: [],
+    }));
+    expect(() => estimateMemory(file([8]), { cpuFeatures: [] })).toThrowError(expect.objectContaining({ code: 'BAD_HYPERPARAMETER', message: expect.stringMatching(/wrong array length/) as string }) as GgufError);
+    refused(file(new Array<number>(33).fill(2)));
+    // one element per block: read per layer (half the layers with 1 KV head, half with 2)
+    const kv = Array.from({ length: 32 }, (_, il) => 1 + (il % 2));
+    expect(estimateMemory(file(kv), { contextSize: 256, cpuFeatures: [] }).kvCache).toBe(256 * 2 * 2 * 16 * (16 * 1 + 16 * 2));
+  });
+
+  it('a per-layer key holding millions of elements is refused without being decoded once per layer', () => {
+    // 4M BOOLs for 512 blocks: decoded whole on every per-layer read this took tens of minutes
+    const file = parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'llama' },
+        'llama.block_count': u32(512), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+        'llama.attention.head_count_kv': { type: 'ARRAY', arrayType: 'BOOL', value: new Array<boolean>(4_000_000).fill(true) },
+      },
+      tensors: [],
+    }));
+    refused(file);
+  }, 120_000);
+
   it('more than 256 sequences (llama.cpp\'s limit) is a TypeError', () => {
     const file = header('llama', llamaKeys);
     expect(() => estimateMemory(file, { sequences: 257, cpuFeatures: [] })).toThrowError(TypeError);
