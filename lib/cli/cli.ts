@@ -126,7 +126,8 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
 exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
              without a float conversion, a file the rewriting commands cannot write,
-             a chat template that raises for these messages or is stopped)`;
+             a chat template that raises for these messages or is stopped, a model
+             whose architecture estimate does not know)`;
 
 class UsageError extends Error {}
 
@@ -483,7 +484,7 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR', 'UNSUPPORTED_TOKENIZER']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['UNSUPPORTED_ARCHITECTURE', 'ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR', 'UNSUPPORTED_TOKENIZER']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
 const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 

@@ -154,6 +154,32 @@ describe('estimateMemory without fixtures', () => {
   });
 });
 
+describe('estimateMemory: llama.cpp\'s uint32 n_ctx', () => {
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const llama = (trained?: { type: 'UINT64'; value: bigint }) => parseGguf(encodeGguf({
+    metadata: {
+      'general.architecture': { type: 'STRING', value: 'llama' },
+      'llama.block_count': u32(1), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+      ...(trained === undefined ? {} : { 'llama.context_length': trained }),
+    },
+    tensors: [],
+  }));
+
+  it('a contextSize past 2^32 - 256 (it pads to 2^32) is a RangeError, not an answer or the header\'s fault', () => {
+    const file = llama();
+    for (const contextSize of [2 ** 32, 2 ** 40, 2 ** 32 - 255]) {
+      expect(() => estimateMemory(file, { contextSize, cpuFeatures: [] }), String(contextSize)).toThrowError(RangeError);
+    }
+    expect(estimateMemory(file, { contextSize: 2 ** 32 - 256, cpuFeatures: [] }).contextSize).toBe(2 ** 32 - 256);
+  });
+
+  it('a trained context past it, asked for (contextSize 0), is the header\'s BAD_HYPERPARAMETER', () => {
+    const file = llama({ type: 'UINT64', value: 2n ** 40n });
+    expect(() => estimateMemory(file, { contextSize: 0, cpuFeatures: [] })).toThrowError(expect.objectContaining({ code: 'BAD_HYPERPARAMETER' }) as GgufError);
+    expect(estimateMemory(file, { contextSize: 4096, cpuFeatures: [] }).contextSize).toBe(4096);
+  });
+});
+
 // Held out from the recorded set: Gemma 2 and Gemma 3 with the sliding-window period their loaders
 // default to (2 and 6; the file names only the window, 64), 8 layers of 2 KV heads of 64. The
 // figures are what llama.cpp v0.5.0 reported for these shapes (the estimate reads only metadata).
