@@ -35,10 +35,10 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
-       gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]...
+       gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]... [--no-split]
        gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
-       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
+       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--batch N] [--swa-full] [--json]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters), metadata, tensor table, totals;
@@ -113,6 +113,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
     --tokens       print {"prompt", "tokens", "count"} as JSON: the prompt's token ids
     --template N   the named template tokenizer.chat_template.N (e.g. tool_use)
     --var K=JSON   a variable for the template (e.g. --var enable_thinking=false)
+    --no-split     read a part of a split model alone (its own header)
   tokenize MODEL [TEXT]
                    the token ids of TEXT (stdin when - or absent) under the model's own
                    vocabulary, exactly as llama.cpp's llama_tokenize: one line per token,
