@@ -13,9 +13,22 @@ import { hadamardSide } from './hadamard.js';
  * the mixers it dispatches to); architectures whose graph is not written out yet go by their
  * largest moments (compute-moments.ts).
  */
-export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
-  const bytes = graphModelled(shape) ? transformerGraph(shape, reserveShape(shape, options, kv)).allocate() : estimateFromMoments(shape, options, kv);
+export function estimateCompute(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, cache?: Map<string, number>): number {
+  const bytes = graphModelled(shape) ? replayed(shape, reserveShape(shape, options, kv), cache) : estimateFromMoments(shape, options, kv);
   if (!Number.isSafeInteger(bytes) || bytes < 0) throw new GgufError('BAD_HYPERPARAMETER', `${shape.architecture}: the header's sizes give no compute buffer (${bytes})`, 0);
+  return bytes;
+}
+
+/**
+ * The replayed graph's buffer; with `cache`, once per reserve shape (the graph is a function of
+ * it: contexts padded alike, or past where the graph stops growing, share one replay).
+ */
+function replayed(shape: ModelShape, r: ReserveShape, cache: Map<string, number> | undefined): number {
+  const key = cache === undefined ? '' : JSON.stringify(r);
+  const known = cache?.get(key);
+  if (known !== undefined) return known;
+  const bytes = transformerGraph(shape, r).allocate();
+  cache?.set(key, bytes);
   return bytes;
 }
 
