@@ -35,10 +35,10 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
-       gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]...
+       gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]... [--no-split]
        gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
-       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--swa-full] [--json]
+       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--batch N] [--swa-full] [--json]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters as keys and as llama.cpp uses them,
@@ -117,6 +117,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    template writes it)
     --template N   the named template tokenizer.chat_template.N (e.g. tool_use)
     --var K=JSON   a variable for the template (e.g. --var enable_thinking=false)
+    --no-split     read a part of a split model alone (its own header)
   tokenize MODEL [TEXT]
                    the token ids of TEXT (stdin when - or absent) under the model's own
                    vocabulary, exactly as llama.cpp's llama_tokenize: one line per token,
@@ -130,7 +131,8 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
 exit status: 0 ok, 1 usage or I/O error (HTTP too), 2 invalid (or changed) GGUF file,
              3 not possible here (no addon, no kernel for the backend, a type
              without a float conversion, a file the rewriting commands cannot write,
-             a chat template that raises for these messages or is stopped)`;
+             a chat template that raises for these messages or is stopped, a model
+             whose architecture estimate does not know)`;
 
 class UsageError extends Error {}
 
@@ -484,7 +486,7 @@ function dequant(args: string[]): number {
 }
 
 /** Codes that say the work cannot be done here (this build, runtime or type), not that the file is invalid. */
-const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR', 'UNSUPPORTED_TOKENIZER']);
+const NOT_POSSIBLE_HERE: ReadonlySet<string> = new Set(['UNSUPPORTED_ARCHITECTURE', 'ADDON_UNAVAILABLE', 'NO_NATIVE_KERNEL', 'NO_WASM_KERNEL', 'NO_DEQUANTIZER', 'REMOTE_FILE', 'NOT_CACHED', 'CANNOT_REWRITE', 'CHAT_TEMPLATE_ERROR', 'UNSUPPORTED_TOKENIZER']);
 /** Codes of a transfer that failed (exit 1, as an I/O error), not of an invalid file. */
 const TRANSFER_FAILED: ReadonlySet<string> = new Set(['HTTP_ERROR', 'NETWORK_ERROR', 'BAD_RESPONSE', 'FILE_NOT_FOUND']);
 

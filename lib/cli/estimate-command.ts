@@ -2,7 +2,7 @@
 // for the given settings and, unless --ctx is given, for a few context sizes up to the trained one.
 import type { GgufFile } from '../file/gguf-file.js';
 import { estimateMemory, type MemoryEstimate } from '../estimate/estimate.js';
-import { KV_CACHE_TYPES, type EstimateOptions, type KvCacheType } from '../estimate/options.js';
+import { KV_CACHE_TYPES, MAX_CONTEXT_SIZE, type EstimateOptions, type KvCacheType } from '../estimate/options.js';
 
 export class EstimateUsageError extends Error {}
 
@@ -13,9 +13,11 @@ export interface EstimateArgs {
   readonly options: EstimateOptions;
 }
 
-function positive(flag: string, value: string | undefined): number {
+function positive(flag: string, value: string | undefined, max = 2 ** 32 - 1): number {
   const n = Number(value);
   if (value === undefined || !Number.isSafeInteger(n) || n < 1) throw new EstimateUsageError(`${flag} needs a positive integer`);
+  // llama.cpp keeps these in a uint32 (n_ctx padded to 256 within it)
+  if (n > max) throw new EstimateUsageError(`${flag} must be at most ${max} (llama.cpp keeps it in a uint32)`);
   return n;
 }
 
@@ -35,7 +37,7 @@ export function parseEstimateArgs(args: readonly string[]): EstimateArgs {
     const arg = args[i]!;
     if (!arg.startsWith('-')) positional.push(arg);
     else if (arg === '--json') json = true;
-    else if (arg === '--ctx' || arg === '-c') (contexts ??= []).push(positive(arg, args[++i]));
+    else if (arg === '--ctx' || arg === '-c') (contexts ??= []).push(positive(arg, args[++i], MAX_CONTEXT_SIZE));
     else if (arg === '--parallel' || arg === '-np') options.sequences = positive(arg, args[++i]);
     else if (arg === '--ubatch' || arg === '-ub') options.ubatchSize = positive(arg, args[++i]);
     else if (arg === '--batch' || arg === '-b') options.batchSize = positive(arg, args[++i]);

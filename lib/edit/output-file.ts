@@ -82,8 +82,16 @@ export function commit(temp: string, path: string): void {
     renameSync(temp, path);
   } catch (error) {
     rmSync(temp, { force: true });
-    throw error;
+    throw naming(error, temp, path);
   }
+}
+
+/** A file system error on `temp` told of `path` (the output the user named), code kept. */
+function naming(error: unknown, temp: string, path: string): unknown {
+  if (!(error instanceof Error) || !error.message.includes(temp)) return error;
+  const e = error as NodeJS.ErrnoException;
+  const told = error.message.replace(/, rename '.*$/, `, rename to '${path}'`).replaceAll(temp, path);
+  return Object.assign(new Error(told), { code: e.code, errno: e.errno, syscall: e.syscall, path });
 }
 
 /** Writes all of `bytes` at the descriptor's position, or at `position` when given. */
@@ -117,7 +125,14 @@ export function writeTemporaryWith(path: string, write: (fd: number) => void, op
   }
   removeStaleTemporaries(path);
   const temp = join(dirname(path), `${temporaryPrefix(path)}${writerHost()}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temp, 'wx');
+  let fd: number;
+  try {
+    fd = openSync(temp, 'wx');
+  } catch (error) {
+    // the user named `path`: a folder that is not there (or not writable) is said of it, not of
+    // the hidden temporary file beside it
+    throw naming(error, temp, path);
+  }
   try {
     write(fd);
     fsyncSync(fd);

@@ -1,5 +1,5 @@
 import { GgufError } from '../errors.js';
-import { allocateGraph, type GraphTensor } from './graph-allocator.js';
+import { allocateGraph, type AllocatorCheckpoint, type GraphTensor } from './graph-allocator.js';
 
 /**
  * A compute graph of sizes, built as llama.cpp builds its own: ops make tensors, and `expand`
@@ -11,6 +11,8 @@ export class ComputeGraph {
   private readonly visited = new Set<GraphTensor>();
   readonly leafs: GraphTensor[] = [];
   readonly nodes: GraphTensor[] = [];
+  /** Where each layer's building began: the graph's node count and next tensor id then. */
+  readonly marks: { readonly node: number; readonly id: number }[] = [];
   /** Weights and the KV cache: memory outside the compute buffer. */
   readonly external: GraphTensor = this.make({ bytes: 0, srcs: [], external: true, layout: 'external' });
 
@@ -78,8 +80,13 @@ export class ComputeGraph {
     return t;
   }
 
+  /** Marks the start of a layer (compute.ts replays a run of identical layers once it repeats). */
+  mark(): void {
+    this.marks.push({ node: this.nodes.length, id: this.nextId });
+  }
+
   /** Bytes ggml_gallocr_reserve asks for this graph. */
-  allocate(observe?: Parameters<typeof allocateGraph>[2]): number {
-    return allocateGraph(this.leafs, this.nodes, observe);
+  allocate(observe?: Parameters<typeof allocateGraph>[2], checkpoints?: readonly AllocatorCheckpoint[], onCheckpoint?: Parameters<typeof allocateGraph>[4]): number {
+    return allocateGraph(this.leafs, this.nodes, observe, checkpoints, onCheckpoint);
   }
 }

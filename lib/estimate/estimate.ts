@@ -3,7 +3,7 @@ import { estimateCompute, graphModelled } from './compute.js';
 import { hostCpuFeatures } from './cpu-features.js';
 import { contextGeometry, estimateKvCache, type KvCacheEstimate } from './kv-cache.js';
 import { readModelShape, type ModelShape } from './model-shape.js';
-import { resolveOptions, type EstimateOptions, type ResolvedOptions } from './options.js';
+import { MAX_CONTEXT_SIZE, resolveOptions, type EstimateOptions, type ResolvedOptions } from './options.js';
 import { estimateWeights, type WeightsEstimate } from './weights.js';
 
 export interface MemoryEstimate {
@@ -37,13 +37,18 @@ function featureSet(options: EstimateOptions): ReadonlySet<string> {
   return new Set(options.cpuFeatures ?? hostCpuFeatures());
 }
 
-function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions, weights: WeightsEstimate): MemoryEstimate {
+/** The settings, the KV cache and the output buffer: all but the compute buffer. */
+function memoryBesideCompute(shape: ModelShape, options: EstimateOptions): { settings: ResolvedOptions; kv: KvCacheEstimate; output: number } {
   const settings = resolveOptions(options, shape.trainedContext);
-  const geometry = contextGeometry(settings);
   const kv = estimateKvCache(shape, settings);
   // llama_context::output_reserve(n_seq_max): n_vocab logits per sequence, in f32
-  const output = shape.vocabularySize * settings.sequences * 4;
-  const compute = estimateCompute(shape, settings, kv);
+  return { settings, kv, output: shape.vocabularySize * settings.sequences * 4 };
+}
+
+function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions, weights: WeightsEstimate, computeCache?: Map<string, number>): MemoryEstimate {
+  const { settings, kv, output } = memoryBesideCompute(shape, options);
+  const geometry = contextGeometry(settings);
+  const compute = estimateCompute(shape, settings, kv, computeCache);
   return {
     architecture: shape.architecture,
     settings,
@@ -73,24 +78,39 @@ export function estimateMemory(file: GgufFile, options: EstimateOptions = {}): M
 /**
  * The largest context size (a multiple of 256, as llama.cpp pads it) whose total fits in `bytes`
  * with the other settings as given, or 0 when not even 256 tokens fit. Capped at the model's
- * trained context unless `beyondTrained`.
+ * trained context unless `beyondTrained` (then at 2^24), and at llama.cpp's uint32 n_ctx.
+ *
+ * The total is not monotone in the context: the compute buffer dips where the allocator's holes
+ * fall better (llama.cpp's does too), so a bisection over it can stop below the answer. What is
+ * monotone is the rest (weights, KV cache, output): past the largest context where that alone
+ * fits nothing fits, and from there down the first context that fits is the answer. Contexts
+ * that give the same graph share one replay.
  */
 export function largestContext(file: GgufFile, bytes: number, options: Omit<EstimateOptions, 'contextSize'> & { beyondTrained?: boolean } = {}): number {
   const shape = readModelShape(file);
   const weights = estimateWeights(file, featureSet(options));
   const step = 256;
-  const cap = options.beyondTrained === true || shape.trainedContext === undefined ? 1 << 24 : Math.max(step, shape.trainedContext);
-  const fits = (n: number) => estimateFor(file, shape, { ...options, contextSize: n }, weights).total <= bytes;
-  const minimum = step * (options.unifiedKv === true ? 1 : Math.max(1, options.sequences ?? 1));
-  if (!fits(minimum)) return 0;
-  // the total grows with the context: binary search over multiples of 256
-  let lo = minimum / step;
+  const trained = shape.trainedContext;
+  const cap = Math.min(MAX_CONTEXT_SIZE, options.beyondTrained === true || trained === undefined ? 1 << 24 : Math.max(step, trained));
+  const computeCache = new Map<string, number>();
+  const estimate = (n: number) => estimateFor(file, shape, { ...options, contextSize: n }, weights, computeCache);
+  // weights + KV cache + output: non-decreasing in the context (the KV cache's cells are)
+  const withoutCompute = (n: number) => {
+    const { kv, output } = memoryBesideCompute(shape, { ...options, contextSize: n });
+    return weights.total + kv.total + output;
+  };
   let hi = Math.floor(cap / step);
-  if (fits(hi * step)) return hi * step;
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >>> 1;
-    if (fits(mid * step)) lo = mid;
-    else hi = mid;
+  if (withoutCompute(step) > bytes) return 0;
+  if (withoutCompute(hi * step) > bytes) {
+    // the largest m with withoutCompute(m * step) <= bytes (lo fits, hi does not; no 32-bit wrap)
+    let lo = 1;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (withoutCompute(mid * step) <= bytes) lo = mid;
+      else hi = mid;
+    }
+    hi = lo;
   }
-  return lo * step;
+  for (let m = hi; m >= 1; m--) if (estimate(m * step).total <= bytes) return m * step;
+  return 0;
 }

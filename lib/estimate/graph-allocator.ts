@@ -28,7 +28,7 @@ const align = (n: number) => Math.ceil(n / ALIGNMENT) * ALIGNMENT;
 
 /** The free list of ggml_dyn_tallocr: blocks sorted by offset, the last one open-ended. */
 class DynamicAllocator {
-  private readonly blocks: { offset: number; size: number }[] = [{ offset: 0, size: Number.MAX_SAFE_INTEGER }];
+  readonly blocks: { offset: number; size: number }[] = [{ offset: 0, size: Number.MAX_SAFE_INTEGER }];
   maxSize = 0;
 
   alloc(bytes: number): number {
@@ -83,6 +83,16 @@ class DynamicAllocator {
   }
 }
 
+/**
+ * A point of the allocation (before node `node` is placed) whose state is asked for: tensors
+ * from id `idBase` on are named relative to it, those below `sharedBelow` by their own id.
+ */
+export interface AllocatorCheckpoint {
+  readonly node: number;
+  readonly idBase: number;
+  readonly sharedBelow: number;
+}
+
 interface State {
   children: number;
   views: number;
@@ -100,6 +110,10 @@ export function allocateGraph(
   nodes: readonly GraphTensor[],
   /** Sees each placement and release (to compare with ggml-alloc.c's own trace). */
   observe?: (event: 'alloc' | 'free', tensor: GraphTensor, offset: number) => void,
+  /** Where to take the allocator's state (see AllocatorCheckpoint), in node order. */
+  checkpoints: readonly AllocatorCheckpoint[] = [],
+  /** Hears each checkpoint's state, by its index in `checkpoints`. */
+  onCheckpoint?: (index: number, state: string) => void,
 ): number {
   const heap = new DynamicAllocator();
   // per tensor, by id (ids are small and dense: one graph's tensors)
@@ -170,7 +184,25 @@ export function allocateGraph(
       if (src.input) allocate(src);
     }
   }
-  for (const node of nodes) {
+  // the state at a checkpoint: the free blocks, and every tensor still to be read or held, named
+  // relative to the checkpoint's first id (tensors made before `sharedBelow`: by id, their
+  // reader counts left out, as they differ from one repeated block to the next)
+  const stateAt = (c: AllocatorCheckpoint): string => {
+    const parts = [heap.blocks.slice(0, -1).map((b) => `${b.offset}+${b.size}`).join(','), String(heap.blocks.at(-1)!.offset)];
+    states.forEach((st, id) => {
+      if (st === undefined) return;
+      if (id < c.sharedBelow) {
+        if (st.allocated) parts.push(`s${id}@${st.offset}`);
+      } else if (st.allocated || (id < c.idBase && (st.children > 0 || st.views > 0))) {
+        parts.push(`${id - c.idBase}@${st.allocated ? st.offset : '-'}:${st.children}:${st.views}`);
+      }
+    });
+    return parts.join(' ');
+  };
+  let next = 0;
+  for (let i = 0; i < nodes.length; i++) {
+    while (next < checkpoints.length && checkpoints[next]!.node === i) onCheckpoint?.(next, stateAt(checkpoints[next++]!));
+    const node = nodes[i]!;
     for (const src of node.srcs) allocate(src);
     allocate(node);
     for (const parent of node.srcs) {

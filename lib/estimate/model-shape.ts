@@ -124,16 +124,21 @@ export interface MlaShape {
 
 type Meta = GgufFile['metadata'];
 
+/**
+ * A number of the header: a scalar, or element `layer` of an array, read where it lies (an array
+ * is never decoded whole: a key may hold millions of elements, and a shape reads each key once
+ * per layer).
+ */
 function numberAt(meta: Meta, key: string, layer: number): number | undefined {
+  const array = meta.array(key);
+  if (array !== undefined) {
+    const v = array.at(layer);
+    return v === undefined ? undefined : Number(v);
+  }
   const value = meta.get(key);
-  if (value === undefined) return undefined;
   if (typeof value === 'number') return value;
   if (typeof value === 'bigint') return Number(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
-  if (ArrayBuffer.isView(value) || Array.isArray(value)) {
-    const v = (value as ArrayLike<number | bigint | boolean>)[layer];
-    return v === undefined ? undefined : Number(v);
-  }
   return undefined;
 }
 
@@ -142,8 +147,18 @@ function scalar(meta: Meta, key: string): number | undefined {
 }
 
 function isArray(meta: Meta, key: string): boolean {
-  const value = meta.get(key);
-  return value !== undefined && (ArrayBuffer.isView(value) || Array.isArray(value));
+  return meta.type(key) === 'ARRAY';
+}
+
+/**
+ * A per-layer number: the key's one value for every layer, or its element for this layer. As
+ * llama.cpp's get_key_or_arr, an array must have one element per block: another length is
+ * BAD_HYPERPARAMETER ("wrong array length"), not a guess.
+ */
+function perLayer(meta: Meta, key: string, layer: number, layers: number): number | undefined {
+  const length = meta.info(key)?.length;
+  if (length !== undefined && length !== layers) throw badHyperparameter(`${key} has wrong array length: ${length} elements for ${layers} blocks (llama.cpp refuses it)`);
+  return numberAt(meta, key, layer);
 }
 
 /** The largest of many numbers (no spread: a file may list a million tensors). */
@@ -230,6 +245,8 @@ function readShape(file: GgufFile): ModelShape {
   const hp = file.hyperparameters();
 
   const layerCount = hp.blockCount;
+  // a per-layer key (one value, or an array of one per block)
+  const at = (key: string, il: number) => perLayer(meta, key, il, layerCount);
   const embeddingLength = hp.embeddingLength;
   const vocabularySize = hp.vocabularySize ?? 0;
   const names = new Set(file.tensors.map((t) => t.name));
@@ -253,7 +270,7 @@ function readShape(file: GgufFile): ModelShape {
     if (rule.allLayersBoth === true) return true;
     if (rule.attentionWhereNoFfn === true) return il < trunkLayers && headCountKvAt(il) === 0 && feedForwardAt(il) === 0;
     if (rule.fullAttentionInterval !== undefined) {
-      if (meta.has(recurrentKey)) return (numberAt(meta, recurrentKey, isArray(meta, recurrentKey) ? il : 0) ?? 0) !== 0;
+      if (meta.has(recurrentKey)) return (at(recurrentKey, il) ?? 0) !== 0;
       const interval = scalar(meta, k('full_attention_interval')) ?? rule.fullAttentionInterval;
       return il < trunkLayers && (il + 1) % interval !== 0;
     }
@@ -274,7 +291,7 @@ function readShape(file: GgufFile): ModelShape {
     if (rule.indexer === 'dsa' && arch !== 'deepseek32' && meta.has(typesKey)) {
       // a per-layer (or one) indexer type: 1 marks a layer with its own full indexer (DeepSeek 3.2
       // keeps one on every layer whatever the key says)
-      if ((numberAt(meta, typesKey, isArray(meta, typesKey) ? il : 0) ?? 0) !== 1) return 0;
+      if ((at(typesKey, il) ?? 0) !== 1) return 0;
     }
     return keyLength;
   };

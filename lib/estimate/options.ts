@@ -1,3 +1,4 @@
+import { GgufError } from '../errors.js';
 
 /** The KV cache element types llama.cpp accepts for `typeK`/`typeV`. */
 export const KV_CACHE_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1'] as const;
@@ -90,14 +91,32 @@ function cacheType(name: string, value: string | undefined): KvCacheType {
   return lower as KvCacheType;
 }
 
+/**
+ * The largest n_ctx llama.cpp can take: its n_ctx, n_batch and n_ubatch are uint32, and n_ctx is
+ * padded to 256 within that type.
+ */
+export const MAX_CONTEXT_SIZE = 2 ** 32 - 256;
+
+/** A count llama.cpp keeps in a uint32 (n_batch, n_ubatch; n_ctx as padded): a RangeError past it. */
+function uint32Count(name: string, value: number, max: number): number {
+  if (value > max) throw new RangeError(`${name} must be at most ${max} (llama.cpp keeps it in a uint32), not ${value}`);
+  return value;
+}
+
 export function resolveOptions(options: EstimateOptions, trainedContext: number | undefined): ResolvedOptions {
-  let contextSize = positiveInteger('contextSize', options.contextSize, 4096, true);
-  if (contextSize === 0) contextSize = trainedContext ?? 4096;
-  const batchSize = positiveInteger('batchSize', options.batchSize, 2048);
+  let contextSize = uint32Count('contextSize', positiveInteger('contextSize', options.contextSize, 4096, true), MAX_CONTEXT_SIZE);
+  if (contextSize === 0) {
+    // the header's own length: past uint32 it is the header's fault, not the caller's
+    if (trainedContext !== undefined && trainedContext > MAX_CONTEXT_SIZE) {
+      throw new GgufError('BAD_HYPERPARAMETER', `the trained context (context_length ${trainedContext}) is beyond llama.cpp's uint32 n_ctx: ask for a contextSize`, 0);
+    }
+    contextSize = trainedContext ?? 4096;
+  }
+  const batchSize = uint32Count('batchSize', positiveInteger('batchSize', options.batchSize, 2048), 2 ** 32 - 1);
   return {
     contextSize,
     batchSize,
-    ubatchSize: Math.min(positiveInteger('ubatchSize', options.ubatchSize, 512), batchSize),
+    ubatchSize: Math.min(uint32Count('ubatchSize', positiveInteger('ubatchSize', options.ubatchSize, 512), 2 ** 32 - 1), batchSize),
     sequences: sequences(options.sequences),
     unifiedKv: options.unifiedKv ?? false,
     typeK: cacheType('typeK', options.typeK),

@@ -91,10 +91,11 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
 
   // llama.cpp's graph runs the trunk: appended NextN blocks are not in it
   const trunk = shape.layers.slice(0, shape.layers.length - shape.nextnLayers);
-  const last = trunk.length - 1;
+  const last = trunk.at(-1)?.index ?? -1;
   const ffn = (layer: LayerShape, x: GraphTensor, n: number) =>
     layer.experts && shape.expertCount > 0 ? moeBlock(g, shape, x, n) : denseFfn(g, shape, x, n);
   for (const layer of trunk) {
+    g.mark();
     const inputs = layer.slidingWindow ? swa : full;
     const post = shape.rule.postNorm === true;
     const normed = post ? inpL : g.norm(inpL);

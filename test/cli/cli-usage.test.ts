@@ -1,6 +1,7 @@
 // A newcomer's first day with the CLI (issue 27, items 31-32): help per command, short usage
 // errors, a suggestion for a misspelt command, and URLs given to commands that take local files.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GgufError, openGguf } from '../../lib/index.js';
@@ -27,6 +28,24 @@ describe('gguf-mmap COMMAND --help, and usage errors', () => {
       expect(r.stdout.length, command).toBeLessThan(whole.length / 2);
       expect(cli('help', command).stdout).toBe(r.stdout);
     }
+  });
+
+  it('every option docs/cli.md lists for a command is in that command\'s --help (the two cannot drift apart)', () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/cli.md'), 'utf8');
+    const synopsis = /```\n(gguf-mmap [\s\S]*?)```/.exec(doc)![1]!;
+    const missing: string[] = [];
+    let checked = 0;
+    for (const line of synopsis.split('\n')) {
+      const command = /^gguf-mmap ([a-z][a-z-]*)/.exec(line)?.[1];
+      if (command === undefined) continue;
+      const help = cli(command, '--help').stdout;
+      for (const option of line.matchAll(/--[a-z][a-z0-9-]*/g)) {
+        checked++;
+        if (!new RegExp(`${option[0]}(?![a-z0-9-])`).test(help)) missing.push(`${command} ${option[0]}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+    expect(missing).toEqual([]);
   });
 
   it('a usage error is one line and that command\'s usage (not the whole text), exit 1', () => {

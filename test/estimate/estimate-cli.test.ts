@@ -1,8 +1,10 @@
 // `gguf-mmap estimate` and inspect's memory line, on the embedded sample model.
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { estimateMemory, openGguf } from '../../lib/index.js';
+import { encodeGguf, estimateMemory, openGguf } from '../../lib/index.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
 const SAMPLE = join(import.meta.dirname, '../../dist/sample.gguf');
@@ -34,6 +36,24 @@ describe('gguf-mmap estimate', () => {
     expect(r.stdout).toMatch(/compute: its graph allocator replayed/);
     expect(cli(['estimate', SAMPLE, '--cache-type-k', 'q9']).status).toBe(1);
     expect(cli(['estimate']).status).toBe(1);
+  });
+
+  it('a context past llama.cpp\'s uint32 n_ctx is a usage error, not an answer', () => {
+    for (const ctx of ['4294967296', '1099511627776', '4294967041']) {
+      const r = cli(['estimate', SAMPLE, '--ctx', ctx]);
+      expect(r.status, ctx).toBe(1);
+      expect(r.stderr).toMatch(/--ctx must be at most 4294967040 \(llama.cpp keeps it in a uint32\)/);
+    }
+    expect(cli(['estimate', SAMPLE, '--ubatch', '4294967296']).status).toBe(1);
+    expect(cli(['estimate', SAMPLE, '--ctx', '4294967040', '--json']).status).toBe(0);
+  });
+
+  it('a valid file of an architecture the estimate does not know is exit 3 (not possible here), not 2 (invalid)', () => {
+    const path = `${tempDir('gguf-mmap-estimate-cli-')}/unknown.gguf`;
+    writeFileSync(path, encodeGguf({ metadata: { 'general.architecture': { type: 'STRING', value: 'no-such-arch' } }, tensors: [] }));
+    const r = cli(['estimate', path]);
+    expect(r.stderr).toMatch(/UNSUPPORTED_ARCHITECTURE/);
+    expect(r.status).toBe(3);
   });
 
   it('inspect shows one memory line', () => {

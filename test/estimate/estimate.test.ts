@@ -154,6 +154,32 @@ describe('estimateMemory without fixtures', () => {
   });
 });
 
+describe('estimateMemory: llama.cpp\'s uint32 n_ctx', () => {
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const llama = (trained?: { type: 'UINT64'; value: bigint }) => parseGguf(encodeGguf({
+    metadata: {
+      'general.architecture': { type: 'STRING', value: 'llama' },
+      'llama.block_count': u32(1), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+      ...(trained === undefined ? {} : { 'llama.context_length': trained }),
+    },
+    tensors: [],
+  }));
+
+  it('a contextSize past 2^32 - 256 (it pads to 2^32) is a RangeError, not an answer or the header\'s fault', () => {
+    const file = llama();
+    for (const contextSize of [2 ** 32, 2 ** 40, 2 ** 32 - 255]) {
+      expect(() => estimateMemory(file, { contextSize, cpuFeatures: [] }), String(contextSize)).toThrowError(RangeError);
+    }
+    expect(estimateMemory(file, { contextSize: 2 ** 32 - 256, cpuFeatures: [] }).contextSize).toBe(2 ** 32 - 256);
+  });
+
+  it('a trained context past it, asked for (contextSize 0), is the header\'s BAD_HYPERPARAMETER', () => {
+    const file = llama({ type: 'UINT64', value: 2n ** 40n });
+    expect(() => estimateMemory(file, { contextSize: 0, cpuFeatures: [] })).toThrowError(expect.objectContaining({ code: 'BAD_HYPERPARAMETER' }) as GgufError);
+    expect(estimateMemory(file, { contextSize: 4096, cpuFeatures: [] }).contextSize).toBe(4096);
+  });
+});
+
 // Held out from the recorded set: Gemma 2 and Gemma 3 with the sliding-window period their loaders
 // default to (2 and 6; the file names only the window, 64), 8 layers of 2 KV heads of 64. The
 // figures are what llama.cpp v0.5.0 reported for these shapes (the estimate reads only metadata).
@@ -305,6 +331,36 @@ describe('estimateMemory on hostile headers', () => {
     });
     refused(file);
   });
+
+  it('a per-layer array of another length than the blocks is BAD_HYPERPARAMETER, as llama.cpp\'s "wrong array length"', () => {
+    const perLayer = (values: number[]) => ({ type: 'ARRAY', arrayType: 'UINT32', value: values }) as const;
+    const file = (kv: number[]) => parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'llama' },
+        'llama.block_count': u32(32), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+        'llama.attention.head_count_kv': perLayer(kv),
+      },
+      tensors: [],
+    }));
+    expect(() => estimateMemory(file([8]), { cpuFeatures: [] })).toThrowError(expect.objectContaining({ code: 'BAD_HYPERPARAMETER', message: expect.stringMatching(/wrong array length/) as string }) as GgufError);
+    refused(file(new Array<number>(33).fill(2)));
+    // one element per block: read per layer (half the layers with 1 KV head, half with 2)
+    const kv = Array.from({ length: 32 }, (_, il) => 1 + (il % 2));
+    expect(estimateMemory(file(kv), { contextSize: 256, cpuFeatures: [] }).kvCache).toBe(256 * 2 * 2 * 16 * (16 * 1 + 16 * 2));
+  });
+
+  it('a per-layer key holding millions of elements is refused without being decoded once per layer', () => {
+    // 4M BOOLs for 512 blocks: decoded whole on every per-layer read this took tens of minutes
+    const file = parseGguf(encodeGguf({
+      metadata: {
+        'general.architecture': { type: 'STRING', value: 'llama' },
+        'llama.block_count': u32(512), 'llama.embedding_length': u32(64), 'llama.attention.head_count': u32(4),
+        'llama.attention.head_count_kv': { type: 'ARRAY', arrayType: 'BOOL', value: new Array<boolean>(4_000_000).fill(true) },
+      },
+      tensors: [],
+    }));
+    refused(file);
+  }, 120_000);
 
   it('more than 256 sequences (llama.cpp\'s limit) is a TypeError', () => {
     const file = header('llama', llamaKeys);
