@@ -283,7 +283,7 @@ class Reader {
     const key = this.key(name);
     // the length first: a hostile array is refused before it is decoded
     const length = this.meta.info(key)!.length!;
-    if (length !== blocks) throw bad(`${key} has ${length} values for ${blocks} blocks: llama.cpp refuses an array of the wrong length`);
+    if (length !== blocks) throw bad(`${key} has wrong array length: ${length} values for ${blocks} blocks (llama.cpp refuses it)`);
     const values = this.numbers(name);
     values.forEach((v, i) => checkCount(`${key}[${i}]`, v));
     return Object.freeze(values);
