@@ -44,6 +44,11 @@ export interface ArchitectureRule {
   readonly residualFirst?: 'both' | 'ffn';
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
   readonly diffusion?: boolean;
+  /**
+   * The graph builds the dense FFN whatever the file has (Refact): in a layer with experts only,
+   * its tensors absent, what is left of it is the activation of its input.
+   */
+  readonly ffnIgnoresExperts?: boolean;
   /** The routing weights scale each expert's input, not its output (Llama 4). */
   readonly moeWeightBeforeFfn?: boolean;
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
@@ -81,7 +86,7 @@ const DIFFUSION: ArchitectureRule = { memory: 'none', diffusion: true };
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
   llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: { memory: 'kv', ropeOnlyWithLayers: 32 },
-  starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
+  starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true, ffnIgnoresExperts: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
   qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
   'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: { memory: 'kv', residualFirst: 'ffn' }, arctic: KV, deepseek: KV, deepseek2: KV,

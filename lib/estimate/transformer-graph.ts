@@ -92,8 +92,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   // llama.cpp's graph runs the trunk: appended NextN blocks are not in it
   const trunk = shape.layers.slice(0, shape.layers.length - shape.nextnLayers);
   const last = trunk.length - 1;
-  const ffn = (layer: LayerShape, x: GraphTensor, n: number) =>
-    layer.experts && shape.expertCount > 0 ? moeBlock(g, shape, x, n) : denseFfn(g, shape, x, n);
+  const ffn = (layer: LayerShape, x: GraphTensor, n: number) => {
+    if (!layer.experts || shape.expertCount === 0) return denseFfn(g, shape, x, n);
+    // build_ffn with no up, gate or down tensor: the activation (SiLU) alone, in place
+    if (shape.rule.ffnIgnoresExperts === true) return g.op(x.bytes, [x], x.layout, { inplace: true });
+    return moeBlock(g, shape, x, n);
+  };
   for (const layer of trunk) {
     const inputs = layer.slidingWindow ? swa : full;
     const post = shape.rule.postNorm === true;
