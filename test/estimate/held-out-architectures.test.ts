@@ -1,4 +1,4 @@
-// Held out from the recorded set (../shared/memory): nineteen architectures it does not have
+// Held out from the recorded set (../shared/memory): twenty architectures it does not have
 // (held-out-models.ts), each a 4-layer model (7 for Gemma 3) written here with the project's
 // writer, f32 tensors, embedding 256, 4 heads and 2 KV heads of 64, FFN 512, 512 tokens. The figures are what
 // llama.cpp v0.5.0 itself reported for the same headers (no_alloc, llama_get_memory_breakdown)
@@ -20,8 +20,9 @@ const SETTINGS: readonly EstimateOptions[] = [
   { contextSize: 1000, ubatchSize: 128, sequences: 1, unifiedKv: true, typeK: 'f32', flashAttention: false },
 ];
 
-// [weights, KV cache, compute] per setting, from llama.cpp v0.5.0
-const LLAMA_CPP: Record<string, number[][]> = {
+// [weights, KV cache, compute] per setting, from llama.cpp v0.5.0 (null: it refused the setting,
+// an f32 K beside an f16 V for MLA's one cache)
+const LLAMA_CPP: Record<string, (number[] | null)[]> = {
   cohere2: [[9966592, 3276800, 10246144], [9966592, 3276800, 45103104], [9966592, 6893568, 6549696], [9966592, 16777216, 22042624], [9966592, 1376256, 3280384]],
   'command-r': [[9966592, 8388608, 9451520], [9966592, 8388608, 45623296], [9966592, 22560768, 6248576], [9966592, 16777216, 13645824], [9966592, 3145728, 3541504]],
   falcon: [[8398848, 8388608, 7616512], [8398848, 8388608, 45623296], [8398848, 22560768, 5456000], [8398848, 16777216, 11810816], [8398848, 3145728, 3541504]],
@@ -35,6 +36,8 @@ const LLAMA_CPP: Record<string, number[][]> = {
   olmo2: [[10501120, 8388608, 8402944], [10501120, 8388608, 44574720], [10501120, 22560768, 5720192], [10501120, 16777216, 12597248], [10501120, 3145728, 3279360]],
   phi2: [[9478144, 16777216, 8402944], [9478144, 16777216, 46671872], [9478144, 45121536, 5984384], [9478144, 33554432, 12597248], [9478144, 6291456, 3803648]],
   qwen2: [[10503168, 8388608, 8927232], [10503168, 8388608, 45099008], [10503168, 22560768, 5984384], [10503168, 16777216, 13121536], [10503168, 3145728, 3410432]],
+  hy_v4: [[27748032, 12582912, 48248832], [27748032, 12582912, 92289024], [27748032, 33841152, 30125184], [27748032, 25165824, 65026048], null],
+  'hy_v4-all-cells': [[34137792, 12582912, 85997568], [34137792, 12582912, 123746304], [34137792, 33841152, 57865344], [34137792, 25165824, 127940608], null],
   'refact-moe': [[54567936, 8388608, 6828032], [54567936, 8388608, 44572672], [54567936, 22560768, 4926560], [54567936, 16777216, 11022336], [54567936, 3145728, 3278848]],
   qwen2moe: [[19977216, 8388608, 7915520], [19977216, 8388608, 45660160], [19977216, 22560768, 5474592], [19977216, 16777216, 12109824], [19977216, 3145728, 3550720]],
   qwen3: [[10497024, 8388608, 8927232], [10497024, 8388608, 45099008], [10497024, 22560768, 5984384], [10497024, 16777216, 13121536], [10497024, 3145728, 3410432]],
@@ -43,20 +46,26 @@ const LLAMA_CPP: Record<string, number[][]> = {
   starcoder2: [[8431616, 8388608, 7354368], [8431616, 8388608, 45099008], [8431616, 22560768, 4927616], [8431616, 16777216, 11548672], [8431616, 3145728, 3410432]],
 };
 
+// Hunyuan v4's compute buffer goes by the largest moments (compute-moments.ts): measured within
+// -24%..+21% over 56 settings of these two shapes (test-llama-archs' own shape: within 7%)
+const COMPUTE_MOMENTS = 0.25;
+
 describe('estimateMemory on architectures the recorded set does not have (held out)', () => {
-  it('covers nineteen', () => {
+  it('covers twenty-one', () => {
     expect(Object.keys(LLAMA_CPP).sort()).toEqual(Object.keys(ARCHES).sort());
   });
   for (const name of Object.keys(ARCHES)) {
-    it(`${name}: weights and KV cache equal llama.cpp's, the compute buffer within 0.5%`, () => {
+    it(`${name}: weights and KV cache equal llama.cpp's, the compute buffer within 0.5% (25% by moments)`, () => {
       const file = header(name);
       SETTINGS.forEach((options, i) => {
-        const [weights, kvCache, compute] = LLAMA_CPP[name]![i]!;
+        const row = LLAMA_CPP[name]![i]!;
+        if (row === null) return;
+        const [weights, kvCache, compute] = row;
         const e = estimateMemory(file, { ...options, cpuFeatures: [] });
         const what = `${name} ${JSON.stringify(options)}`;
         expect(e.weights, what).toBe(weights);
         expect(e.kvCache, what).toBe(kvCache);
-        expect(Math.abs(e.compute - compute!) / compute!, what).toBeLessThanOrEqual(0.005);
+        expect(Math.abs(e.compute - compute!) / compute!, what).toBeLessThanOrEqual(e.computeMethod === 'moments' ? COMPUTE_MOMENTS : 0.005);
       });
     });
   }

@@ -6,11 +6,13 @@ import type { GgufWriteSpec } from '../../lib/index.js';
 const E = 256, H = 4, KV = 2, D = 64, FF = 512, V = 512;
 
 type Tensor = { name: string; type: 'F32'; shape: number[] };
-type Meta = Record<string, { type: 'UINT32'; value: number } | { type: 'FLOAT32'; value: number }>;
+type Meta = Record<string, { type: 'UINT32'; value: number } | { type: 'FLOAT32'; value: number } | { type: 'BOOL'; value: boolean } | { type: 'ARRAY'; arrayType: 'UINT32'; value: number[] }>;
 
 const t = (name: string, ...shape: number[]): Tensor => ({ name, type: 'F32', shape });
 const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
 const f32 = (value: number) => ({ type: 'FLOAT32', value }) as const;
+const bool = (value: boolean) => ({ type: 'BOOL', value }) as const;
+const u32s = (value: number[]) => ({ type: 'ARRAY', arrayType: 'UINT32', value }) as const;
 
 function attention(o: { qkNorm?: boolean; bias?: boolean } = {}): Tensor[] {
   const list = [t('attn_norm.weight', E), t('attn_q.weight', E, H * D), t('attn_k.weight', E, KV * D), t('attn_v.weight', E, KV * D), t('attn_output.weight', H * D, E)];
@@ -51,6 +53,31 @@ interface Arch {
   tiedOutput?: boolean;
 }
 
+// Hunyuan v4: MLA (latent cache) with a DSA indexer that layers 1 and 3 share, 4 hyper-connections,
+// an output gate and sinks, a leading dense block, then experts with a shared one
+function hyV4(indexerHeads: number, topK: number): Arch {
+  return {
+    arch: 'hy_v4',
+    meta: {
+      'attention.head_count_kv': u32(1), 'attention.key_length': u32(320), 'attention.value_length': u32(256),
+      'attention.key_length_mla': u32(192), 'attention.value_length_mla': u32(128), 'attention.q_lora_rank': u32(128), 'attention.kv_lora_rank': u32(256),
+      leading_dense_block_count: u32(1), ...expertMeta(128), expert_shared_count: u32(1), expert_weights_scale: f32(1), expert_weights_norm: bool(true), expert_gating_func: u32(2),
+      'hyper_connection.count': u32(4), 'hyper_connection.epsilon': f32(1e-6), 'hyper_connection.magnitude': f32(2),
+      'attention.indexer.head_count': u32(indexerHeads), 'attention.indexer.key_length': u32(128), 'attention.indexer.top_k': u32(topK), 'attention.indexer.types': u32s([1, 0, 1, 0]),
+    },
+    globals: [t('output_hc_fn.weight', 4 * E, 4), t('output_hc_base.weight', 4), t('output_hc_scale.weight', 1)],
+    layer: (il) => [
+      t('attn_norm.weight', E), t('attn_sinks.weight', H), t('attn_q_a.weight', E, 128), t('attn_q_a_norm.weight', 128), t('attn_q_b.weight', 128, H * 192),
+      t('attn_kv_a_mqa.weight', E, 320), t('attn_kv_a_norm.weight', 256), t('attn_k_b.weight', 128, 256, H), t('attn_v_b.weight', 256, 128, H),
+      t('attn_output.weight', H * 128, E), t('attn_gate.weight', E, H * 128),
+      ...(il % 2 === 0 ? [t('indexer.attn_q_b.weight', 128, indexerHeads * 128), t('indexer.attn_k.weight', E, 128), t('indexer.k_norm.weight', 128), t('indexer.k_norm.bias', 128), t('indexer.proj.weight', E, indexerHeads)] : []),
+      t('hc_attn_fn.weight', 4 * E, 8), t('hc_attn_base.weight', 8), t('hc_attn_scale.weight', 2), t('hc_ffn_fn.weight', 4 * E, 8), t('hc_ffn_base.weight', 8), t('hc_ffn_scale.weight', 2),
+      ...(il === 0 ? ffn() : [t('ffn_norm.weight', E), t('ffn_gate_inp.weight', E, 8), t('ffn_gate_exps.weight', E, 128, 8), t('ffn_up_exps.weight', E, 128, 8), t('ffn_down_exps.weight', 128, E, 8),
+        t('ffn_gate_shexp.weight', E, 128), t('ffn_up_shexp.weight', E, 128), t('ffn_down_shexp.weight', 128, E)]),
+    ],
+  };
+}
+
 export const ARCHES: Record<string, Arch> = {
   qwen2: { layer: () => [...attention({ bias: true }), ...ffn()] },
   qwen3: { meta: heads, layer: () => [...attention({ qkNorm: true }), ...ffn()] },
@@ -89,6 +116,9 @@ export const ARCHES: Record<string, Arch> = {
   mistral3: { layer: () => [...attention(), ...ffn()] },
   'llama-moe': { arch: 'llama', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
   // Refact's graph builds the dense FFN even for a model with experts (just the activation then)
+  // Hunyuan v4 (hyV4 below): one choosing 2048 cells, one all (test-llama-archs' top_k)
+  hy_v4: hyV4(16, 2048),
+  'hy_v4-all-cells': hyV4(64, 131072),
   'refact-moe': { arch: 'refact', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
 };
 
