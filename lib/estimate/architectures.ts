@@ -61,8 +61,11 @@ export interface ArchitectureRule {
   readonly swaOnlyWithLayers?: number;
   /** Chunked attention (llama4) instead of a sliding window: same cache size rule. */
   readonly chunked?: boolean;
-  /** A sparse-attention indexer key cache beside the KV cache (DSA, MSA, QSA). */
-  readonly indexer?: 'dsa' | 'msa' | 'qsa';
+  /**
+   * A sparse-attention indexer key cache beside the KV cache (DSA, MSA, QSA), or DeepSeek 4's
+   * compressed cache (dsv4-cache.ts), whose CSA layers have an indexer.
+   */
+  readonly indexer?: 'dsa' | 'msa' | 'qsa' | 'dsv4';
   /** Attention and recurrent state on every layer (Falcon-H1). */
   readonly allLayersBoth?: boolean;
   /** Attention only where the layer has no FFN (Nemotron-H). */
@@ -128,6 +131,9 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   hy_v4: { memory: 'kv', indexer: 'dsa' },
   dots3note: { memory: 'kv', indexer: 'dsa', swa: 'array' },
   'minimax-m3': { memory: 'kv', indexer: 'msa' },
+  // DeepSeek 4: llama_kv_cache_dsv4, a sliding window of raw keys beside keys compressed 4:1 (CSA,
+  // with an indexer) or 128:1 (HCA) and the compressors' state
+  deepseek4: { memory: 'kv', indexer: 'dsv4', swa: 'all' },
   // Recurrent state.
   mamba: { memory: 'recurrent', mixer: 'mamba' }, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
@@ -154,8 +160,6 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
 
 /**
  * Architectures llama.cpp v0.5.0 has whose memory the estimate does not model: an explicit
- * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess.
+ * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess. None now.
  */
-export const UNMODELLED: Readonly<Record<string, string>> = {
-  deepseek4: 'its compressed KV cache (llama_kv_cache_dsv4: CSA/HCA compressors with their own state) is not modelled',
-};
+export const UNMODELLED: Readonly<Record<string, string>> = {};

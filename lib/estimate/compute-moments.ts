@@ -25,6 +25,7 @@ const F32 = 4;
 export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
   const tokens = Math.min(options.ubatchSize, options.contextSize);
+  if (shape.rule.indexer === 'dsv4') return Math.round(tokens * dsv4Moment(shape, options, kv));
   const flash = options.flashAttention && !shape.attentionSoftcap;
   const maskElement = flash ? 2 : 4;
   const embd = shape.embeddingLength;
@@ -108,4 +109,22 @@ function dsaMoment(shape: ModelShape, options: ResolvedOptions, heads: number, c
   const mla = shape.mla;
   const perHead = mla === undefined ? 0 : F32 * heads * (2 * mla.kvLoraRank + mla.kvLoraRank + mla.rope + mla.headV);
   return cells * perCell + topK * 4 * (3 - fitted) + whole / tokens + perHead;
+}
+
+/**
+ * Per token, DeepSeek 4's largest moment (fitted to llama.cpp's figures for test-llama-archs'
+ * DeepSeek 4, not read from its graph): the indexer's queries and their copies (3 x heads x key
+ * length in f32) with the layer's activations, then, as the cache grows, what grows with the
+ * cells of a stream: under flash attention the window's mask (2.5 bytes a raw cell) and the compressed keys' scores and selection (about 4.5
+ * bytes per cell), without it the attention scores over the sliding window's raw keys (4 per head
+ * and cell, and the mask) and over the compressed ones (about 11 bytes per cell). Within 15% of
+ * llama.cpp's figures where checked (docs/api.md), not exact.
+ */
+function dsv4Moment(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
+  const flash = options.flashAttention;
+  const heads = Math.max(0, ...shape.layers.map((l) => l.headCount));
+  const queries = 3 * F32 * shape.indexerHeads * shape.indexerKeyLength;
+  const activations = F32 * 3 * shape.embeddingLength;
+  if (flash) return Math.max(queries + activations + 2.5 * kv.swaCells + 1.5 * Math.max(0, kv.cells - 8192), 4.5 * kv.cells);
+  return queries + 11 * kv.cells + (F32 * heads + 2) * kv.swaCells;
 }

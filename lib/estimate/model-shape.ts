@@ -84,6 +84,8 @@ export interface ModelShape {
   readonly indexerKeyLength: number;
   /** Cells (DSA) or position blocks (MSA) the indexer keeps per query (attention.indexer.top_k). */
   readonly indexerTopK: number;
+  /** Per layer, DeepSeek 4's key compression (attention.compress_ratios: 0 none, 4 CSA, 128 HCA). */
+  readonly compressRatios: readonly number[];
   /** MSA's position block (attention.indexer.block_size). */
   readonly indexerBlockSize: number;
   /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
@@ -399,6 +401,7 @@ function readShape(file: GgufFile): ModelShape {
     expertFeedForward: scalar(meta, k('expert_feed_forward_length')) || (scalar(meta, k('feed_forward_length')) ?? 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
+    compressRatios: rule.indexer === 'dsv4' ? Array.from({ length: layerCount }, (_, il) => numberAt(meta, k('attention.compress_ratios'), il) ?? 0) : [],
     indexerTopK: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.top_k')) ?? 0,
     indexerBlockSize: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.block_size')) ?? 0,
     ssmInputWidth,

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, openGguf, parseGguf, writeGgufFile, type EstimateOptions } from '../../lib/index.js';
 import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
 import { tempDir } from '../helpers/tmp.js';
-import { ARCHES, headerSpec } from './held-out-models.js';
+import { ARCHES, deepseek4Spec, headerSpec } from './held-out-models.js';
 
 const header = (name: string) => parseGguf(encodeGguf(headerSpec(name)));
 
@@ -69,6 +69,27 @@ describe('estimateMemory on architectures the recorded set does not have (held o
       });
     });
   }
+});
+
+// DeepSeek 4's compressed cache (llama_kv_cache_dsv4): the raw keys' window, the CSA and HCA
+// keys, the indexer's and the compressors' state, to the byte; the compute buffer by moments.
+describe('estimateMemory on DeepSeek 4 (held out)', () => {
+  // [weights, KV cache, compute] per setting, from llama.cpp v0.5.0 (the last setting refused)
+  const FIGURES = [[85700928, 909312, 53574560], [85700928, 909312, 85556128], [85700928, 1837056, 27874336], [85700928, 10207232, 64324192], null];
+  it('weights and KV cache equal llama.cpp\'s, the compute buffer within 15%', () => {
+    const file = parseGguf(encodeGguf(deepseek4Spec()));
+    SETTINGS.forEach((options, i) => {
+      const row = FIGURES[i];
+      if (row === null || row === undefined) return;
+      const [weights, kvCache, compute] = row;
+      const e = estimateMemory(file, { ...options, cpuFeatures: [] });
+      const what = JSON.stringify(options);
+      expect(e.weights, what).toBe(weights);
+      expect(e.kvCache, what).toBe(kvCache);
+      expect(e.computeMethod).toBe('moments');
+      expect(Math.abs(e.compute - compute!) / compute!, what).toBeLessThanOrEqual(0.15);
+    });
+  });
 });
 
 // Real model shapes at full size (scripts/model-shapes.ts: Q4_K/Q6_K matrices, the files sparse),

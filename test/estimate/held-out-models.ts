@@ -140,3 +140,47 @@ export function headerSpec(name: string): GgufWriteSpec {
   for (let il = 0; il < layers; il++) tensors.push(...a.layer(il).map((x) => ({ ...x, name: `blk.${il}.${x.name}` })));
   return { metadata: meta as never, tensors };
 }
+
+/**
+ * DeepSeek 4 as llama.cpp's test-llama-archs shapes it: embedding 512, 8 heads of 64 over one KV
+ * head, 4 layers compressed none, none, 4:1 (CSA, with its indexer) and 128:1 (HCA), a window of
+ * 32, 4 hyper-connections, two experts and a shared one, 128 tokens.
+ */
+export function deepseek4Spec(): GgufWriteSpec {
+  const [e, heads, head, ff, vocab, qLora, ratios] = [512, 8, 64, 1024, 128, 64, [0, 0, 4, 128]];
+  const idxHeads = 64, idxKey = 128, groups = 8, oLora = 32, hc = 4, mix = (2 + hc) * hc;
+  const meta: Meta = {
+    block_count: u32(4), context_length: u32(8192), embedding_length: u32(e), feed_forward_length: u32(ff),
+    'attention.head_count': u32(heads), 'attention.head_count_kv': u32(1), 'attention.key_length': u32(head), 'attention.value_length': u32(head),
+    'attention.layer_norm_rms_epsilon': f32(1e-5), 'rope.dimension_count': u32(head / 2), 'attention.q_lora_rank': u32(qLora), 'attention.sliding_window': u32(32),
+    expert_count: u32(2), expert_used_count: u32(2), expert_feed_forward_length: u32(ff), expert_shared_count: u32(1), expert_weights_scale: f32(1),
+    expert_weights_norm: bool(true), expert_gating_func: u32(4), swiglu_clamp_exp: f32(10),
+    'attention.indexer.head_count': u32(idxHeads), 'attention.indexer.key_length': u32(idxKey), 'attention.indexer.top_k': u32(131072),
+    'attention.output_group_count': u32(groups), 'attention.output_lora_rank': u32(oLora), 'attention.compress_rope_freq_base': f32(160000), 'attention.compress_ratios': u32s(ratios),
+    'hyper_connection.count': u32(hc), 'hyper_connection.sinkhorn_iterations': u32(2), 'hyper_connection.epsilon': f32(1e-6), hash_layer_count: u32(0),
+  };
+  const metadata: Record<string, unknown> = {
+    'general.architecture': { type: 'STRING', value: 'deepseek4' },
+    'tokenizer.ggml.tokens': { type: 'ARRAY', arrayType: 'STRING', value: Array.from({ length: vocab }, (_, i) => `t${i}`) },
+  };
+  for (const [k, v] of Object.entries(meta)) metadata[`deepseek4.${k}`] = v;
+  const tensors = [t('token_embd.weight', e, vocab), t('output_norm.weight', e), t('output.weight', e, vocab),
+    t('output_hc_fn.weight', hc * e, hc), t('output_hc_base.weight', hc), t('output_hc_scale.weight', 1)];
+  ratios.forEach((ratio, il) => {
+    const layer = [t('attn_norm.weight', e), t('attn_sinks.weight', heads), t('attn_q_a.weight', e, qLora), t('attn_q_a_norm.weight', qLora), t('attn_q_b.weight', qLora, heads * head),
+      t('attn_kv.weight', e, head), t('attn_kv_a_norm.weight', head), t('attn_output_a.weight', (heads * head) / groups, oLora, groups), t('attn_output_b.weight', groups * oLora, e),
+      t('hc_attn_fn.weight', hc * e, mix), t('hc_attn_base.weight', mix), t('hc_attn_scale.weight', 3), t('hc_ffn_fn.weight', hc * e, mix), t('hc_ffn_base.weight', mix), t('hc_ffn_scale.weight', 3)];
+    if (ratio !== 0) {
+      const c = ratio === 4 ? 2 : 1;
+      layer.push(t('attn_compressor_kv.weight', e, c * head), t('attn_compressor_gate.weight', e, c * head), t('attn_compressor_ape.weight', c * head, ratio), t('attn_compressor_norm.weight', head));
+    }
+    if (ratio === 4) {
+      layer.push(t('indexer.proj.weight', e, idxHeads), t('indexer.attn_q_b.weight', qLora, idxHeads * idxKey), t('indexer_compressor_kv.weight', e, 2 * idxKey),
+        t('indexer_compressor_gate.weight', e, 2 * idxKey), t('indexer_compressor_ape.weight', 2 * idxKey, ratio), t('indexer_compressor_norm.weight', idxKey));
+    }
+    layer.push(t('ffn_gate_inp.weight', e, 2), t('exp_probs_b.bias', 2), t('ffn_norm.weight', e), t('ffn_gate_exps.weight', e, ff, 2), t('ffn_down_exps.weight', ff, e, 2),
+      t('ffn_up_exps.weight', e, ff, 2), t('ffn_gate_shexp.weight', e, ff), t('ffn_down_shexp.weight', ff, e), t('ffn_up_shexp.weight', e, ff));
+    tensors.push(...layer.map((x) => ({ ...x, name: `blk.${il}.${x.name}` })));
+  });
+  return { metadata: metadata as never, tensors };
+}
