@@ -119,6 +119,17 @@ export const ARCHES: Record<string, Arch> = {
   // Hunyuan v4 (hyV4 below): one choosing 2048 cells, one all (test-llama-archs' top_k)
   hy_v4: hyV4(16, 2048),
   'hy_v4-all-cells': hyV4(64, 131072),
+  // Qwen3-Next: gated delta net layers (Q, K, V and z from one projection, beta and alpha from
+  // another) and every 4th layer gated-query attention, experts with a gated shared one
+  qwen3next: {
+    meta: { ...heads, ...expertMeta(128, 256), full_attention_interval: u32(4), 'ssm.inner_size': u32(128), 'ssm.conv_kernel': u32(4), 'ssm.state_size': u32(64), 'ssm.time_step_rank': u32(2), 'ssm.group_count': u32(2) },
+    layer: (il) => [
+      t('attn_norm.weight', E), t('post_attention_norm.weight', E), ...experts(128, 256).filter((x) => x.name !== 'ffn_norm.weight'),
+      ...(il % 4 === 3
+        ? [t('attn_q.weight', E, 2 * H * D), t('attn_k.weight', E, KV * D), t('attn_v.weight', E, KV * D), t('attn_output.weight', H * D, E), t('attn_q_norm.weight', D), t('attn_k_norm.weight', D)]
+        : [t('ssm_in.weight', E, 512), t('ssm_conv1d.weight', 4, 384), t('ssm_dt.bias', 2), t('ssm_a', 2), t('ssm_ba.weight', E, 4), t('ssm_norm.weight', 64), t('ssm_out.weight', 128, E)]),
+    ],
+  },
   'refact-moe': { arch: 'refact', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
 };
 
