@@ -24,8 +24,12 @@ export interface ArchitectureRule {
    */
   readonly swa?: 'array' | 'all' | number;
   readonly swaDenseFirst?: boolean;
-  /** Attention and FFN both read the layer's one norm and add to the residual together (Cohere, Falcon, Phi-2). */
-  readonly parallelFfn?: boolean;
+  /**
+   * Attention and FFN both read the layer's one norm and add to the residual together (Cohere,
+   * Falcon, Phi-2: FFN plus residual, then attention); 'attention-first': the FFN plus attention,
+   * then the residual, the rows cropped in the order attention, norm, residual (PLaMo).
+   */
+  readonly parallelFfn?: boolean | 'attention-first';
   /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
   readonly noRope?: boolean;
   /** Rope only at this block count, ALiBi otherwise (Baichuan: the 7B has rope, the 13B not). */
@@ -90,7 +94,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
   llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: { memory: 'kv', ropeOnlyWithLayers: 32 },
   starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true, ffnIgnoresExperts: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
-  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
+  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: { memory: 'kv', parallelFfn: 'attention-first' }, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
   'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: { memory: 'kv', residualFirst: 'ffn' }, arctic: KV, deepseek: KV, deepseek2: KV,
   'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: { memory: 'kv', noRope: true }, jais2: KV,

@@ -125,14 +125,20 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
     const crop = layer.index === last && shape.rule.lateOutputRows !== true;
     const n = crop ? O : T;
+    const parallel = shape.rule.parallelFfn;
     if (crop) {
       cur = g.op(E * O * F32, [cur, outIds], act(E, O));
+      if (parallel === 'attention-first') ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
       inpSA = g.op(E * O * F32, [inpSA, outIds], act(E, O));
-      if (shape.rule.parallelFfn === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
+      if (parallel === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
     }
     if (!layer.ffn || ffnOnly) {
       inpL = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
-    } else if (shape.rule.parallelFfn === true) {
+    } else if (parallel === 'attention-first') {
+      // FFN(norm) + attention + residual
+      const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), cur], cur.layout, { inplace: true });
+      inpL = g.op(cur.bytes, [sum, inpSA], cur.layout, { inplace: true });
+    } else if (parallel === true) {
       // FFN(norm) + residual + attention
       const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), inpSA], cur.layout, { inplace: true });
       inpL = g.op(cur.bytes, [sum, cur], cur.layout, { inplace: true });

@@ -130,6 +130,8 @@ export const ARCHES: Record<string, Arch> = {
         : [t('ssm_in.weight', E, 512), t('ssm_conv1d.weight', 4, 384), t('ssm_dt.bias', 2), t('ssm_a', 2), t('ssm_ba.weight', E, 4), t('ssm_norm.weight', 64), t('ssm_out.weight', 128, E)]),
     ],
   },
+  // PLaMo: attention and FFN from one norm, their sum added to the residual
+  plamo: { layer: () => [...plainBlock, ...ffn({ norm: false })] },
   'refact-moe': { arch: 'refact', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
 };
 
