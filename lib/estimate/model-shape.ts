@@ -25,6 +25,8 @@ export interface LayerShape {
   readonly gatedQuery: boolean;
   /** An attention layer's sigmoid output gate from its own projection (attn_gate rows; 0: none). */
   readonly outputGateWidth: number;
+  /** Attention reads a second norm of the layer's input (attn_norm_2, Falcon 40B); the FFN the first. */
+  readonly secondNorm: boolean;
 }
 
 /** A Mamba-2 style SSM's sizes (llama_hparams ssm_*; zeros without one). */
@@ -338,6 +340,7 @@ function readShape(file: GgufFile): ModelShape {
       ffn: names.size === 0 || has(il, 'ffn_down') || has(il, 'ffn_down_exps'),
       gatedQuery: (tensorRows.get(`blk.${il}.attn_q.weight`) ?? 0) === 2 * headCount * keyLength && headCount > 0,
       outputGateWidth: attention && !recurrent ? tensorRows.get(`blk.${il}.attn_gate.weight`) ?? 0 : 0,
+      secondNorm: has(il, 'attn_norm_2'),
     });
   }
 

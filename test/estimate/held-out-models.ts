@@ -1,6 +1,7 @@
-// The held-out models of held-out-architectures.test.ts: small models of architectures the
-// recorded set (../shared/memory) does not have, written here with the project's writer, f32
-// tensors, embedding 256, 4 heads and 2 KV heads of 64, FFN 512, 512 tokens, 4 layers (7 for Gemma 3).
+// The held-out models of held-out-architectures.test.ts: small models of architectures (and
+// variants) the recorded set (../shared/memory) does not have, written here with the project's
+// writer, f32 tensors; most with embedding 256, 4 heads and 2 KV heads of 64, FFN 512, 512 tokens,
+// 4 layers (7 for Gemma 3); Hunyuan v4 and DeepSeek 4 shaped as their functions say.
 import type { GgufWriteSpec } from '../../lib/index.js';
 
 const E = 256, H = 4, KV = 2, D = 64, FF = 512, V = 512;
@@ -132,6 +133,13 @@ export const ARCHES: Record<string, Arch> = {
   },
   // PLaMo: attention and FFN from one norm, their sum added to the residual
   plamo: { layer: () => [...plainBlock, ...ffn({ norm: false })] },
+  // Falcon 40B's block: attention on a second norm of the input (attn_norm_2), the FFN on the first
+  'falcon-40b': {
+    arch: 'falcon',
+    layer: () => [t('attn_norm.weight', E), t('attn_norm.bias', E), t('attn_norm_2.weight', E), t('attn_norm_2.bias', E), t('attn_qkv.weight', E, H * D + 2 * KV * D),
+      t('attn_output.weight', H * D, E), t('ffn_up.weight', E, FF), t('ffn_down.weight', FF, E)],
+    globals: [t('output_norm.bias', E)],
+  },
   'refact-moe': { arch: 'refact', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
 };
 
