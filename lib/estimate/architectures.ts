@@ -46,6 +46,11 @@ export interface ArchitectureRule {
    * both adds (LFM2) or the FFN's only (Phi-3, OpenELM).
    */
   readonly residualFirst?: 'both' | 'ffn';
+  /**
+   * The normed embeddings are kept to the last layer, each layer adding them scaled (a new
+   * tensor: they have other readers) after its FFN (Talkie).
+   */
+  readonly embeddingSkip?: boolean;
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
   readonly diffusion?: boolean;
   /**
@@ -102,7 +107,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
   'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: { memory: 'kv', lateOutputRows: true }, smollm3: KV, seed_oss: KV,
   grovemoe: KV, apertus: KV, 'minimax-m2': KV, cogvlm: KV, 'pangu-embedded': KV, mistral3: KV,
-  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: { memory: 'kv', residualFirst: 'ffn' }, qwen3tts: KV,
+  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: { memory: 'kv', embeddingSkip: true }, nanbeige: KV, phi3: { memory: 'kv', residualFirst: 'ffn' }, qwen3tts: KV,
   'llama-embed': KV, hrm_text: KV, pockettts: KV,
   // Sliding-window (iSWA) layers.
   gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },

@@ -67,6 +67,10 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   g.expand(g.input(E * T * F32, 'inp_embd'));
   const pos = g.input(T * I32, 'inp_pos');
   if (shape.learnedPositions) inpL = g.op(inpL.bytes, [inpL, g.op(E * T * F32, [g.external, pos], act(E))], act(E), { inplace: true });
+  // Talkie: the embeddings normed (no weight), kept for every layer's skip
+  const skipped = shape.rule.embeddingSkip === true;
+  if (skipped) inpL = g.op(inpL.bytes, [inpL], act(E), { inplace: true });
+  const embeddings = inpL;
 
   // each cache (full, sliding-window) has its own inputs
   const noCache = shape.rule.memory === 'none';
@@ -126,11 +130,13 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     const crop = layer.index === last && shape.rule.lateOutputRows !== true;
     const n = crop ? O : T;
     const parallel = shape.rule.parallelFfn;
+    let skip = embeddings;
     if (crop) {
       cur = g.op(E * O * F32, [cur, outIds], act(E, O));
       if (parallel === 'attention-first') ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
       inpSA = g.op(E * O * F32, [inpSA, outIds], act(E, O));
       if (parallel === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
+      if (skipped) skip = g.op(E * O * F32, [embeddings, outIds], act(E, O));
     }
     if (!layer.ffn || ffnOnly) {
       inpL = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
@@ -149,6 +155,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       let out = ffn(layer, post ? ffnInp : g.norm(ffnInp), n);
       if (post) out = g.norm(out);
       inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
+      if (skipped) inpL = g.op(cur.bytes, [inpL, g.op(cur.bytes, [skip, g.external], cur.layout, { inplace: true })], cur.layout, { inplace: true });
     }
   }
   let out = g.norm(inpL);

@@ -52,6 +52,8 @@ interface Arch {
   layer: (il: number) => Tensor[];
   globals?: Tensor[];
   tiedOutput?: boolean;
+  /** No output_norm tensor (Talkie's final norm has no weight). */
+  noOutputNorm?: boolean;
 }
 
 // Hunyuan v4: MLA (latent cache) with a DSA indexer that layers 1 and 3 share, 4 hyper-connections,
@@ -140,6 +142,13 @@ export const ARCHES: Record<string, Arch> = {
       t('attn_output.weight', H * D, E), t('ffn_up.weight', E, FF), t('ffn_down.weight', FF, E)],
     globals: [t('output_norm.bias', E)],
   },
+  // Talkie: norms without weights, the normed embeddings added (scaled) to every layer's output
+  talkie: {
+    noOutputNorm: true,
+    meta: { logit_scale: f32(0.5) },
+    layer: () => [t('attn_q.weight', E, H * D), t('attn_k.weight', E, KV * D), t('attn_v.weight', E, KV * D), t('attn_output.weight', H * D, E), t('attn_q_norm.weight', 1, H),
+      ...ffn({ norm: false }), t('layer_output_scale.weight', 1)],
+  },
   'refact-moe': { arch: 'refact', meta: expertMeta(FF), layer: () => [...attention(), ...experts(FF)] },
 };
 
@@ -157,7 +166,7 @@ export function headerSpec(name: string): GgufWriteSpec {
     'attention.layer_norm_epsilon': f32(1e-5), 'rope.dimension_count': u32(D), ...a.meta,
   };
   for (const [k, v] of Object.entries(base)) meta[`${arch}.${k}`] = v;
-  const tensors = [t('token_embd.weight', E, V), t('output_norm.weight', E), ...(a.globals ?? []), ...(a.tiedOutput === true ? [] : [t('output.weight', E, V)])];
+  const tensors = [t('token_embd.weight', E, V), ...(a.noOutputNorm === true ? [] : [t('output_norm.weight', E)]), ...(a.globals ?? []), ...(a.tiedOutput === true ? [] : [t('output.weight', E, V)])];
   for (let il = 0; il < layers; il++) tensors.push(...a.layer(il).map((x) => ({ ...x, name: `blk.${il}.${x.name}` })));
   return { metadata: meta as never, tensors };
 }
