@@ -113,18 +113,21 @@ function dsaMoment(shape: ModelShape, options: ResolvedOptions, heads: number, c
 
 /**
  * Per token, DeepSeek 4's largest moment (fitted to llama.cpp's figures for test-llama-archs'
- * DeepSeek 4, not read from its graph): the indexer's queries and their copies (3 x heads x key
- * length in f32) with the layer's activations, then, as the cache grows, what grows with the
- * cells of a stream: under flash attention the window's mask (2.5 bytes a raw cell) and the compressed keys' scores and selection (about 4.5
- * bytes per cell), without it the attention scores over the sliding window's raw keys (4 per head
- * and cell, and the mask) and over the compressed ones (about 11 bytes per cell). Within 15% of
- * llama.cpp's figures where checked (docs/api.md), not exact.
+ * DeepSeek 4 with top_k above the cache and at 256, not read from its graph): the indexer's
+ * queries and their copies (3 x heads x key length in f32) with the layer's activations, then,
+ * as the cache grows, what grows with the cells of a stream. Under flash attention the window's
+ * mask (2.5 bytes a raw cell), then about 2 bytes a cell and 4.5 a chosen compressed key (top_k,
+ * or a quarter of the cells) beside two of the indexer's query copies; without it the attention
+ * scores over the window's raw keys (4 per head and cell, and the mask) and over the compressed
+ * ones (about 11 bytes a cell). Within 15% of llama.cpp's figures where checked (docs/api.md).
  */
 function dsv4Moment(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   const flash = options.flashAttention;
   const heads = Math.max(0, ...shape.layers.map((l) => l.headCount));
   const queries = 3 * F32 * shape.indexerHeads * shape.indexerKeyLength;
   const activations = F32 * 3 * shape.embeddingLength;
-  if (flash) return Math.max(queries + activations + 2.5 * kv.swaCells + 1.5 * Math.max(0, kv.cells - 8192), 4.5 * kv.cells);
+  // the CSA layers' chosen compressed keys: top_k of them, or all (a quarter of the cells)
+  const chosen = Math.min(shape.indexerTopK, Math.ceil(kv.cells / 4));
+  if (flash) return Math.max(queries + activations + 2.5 * kv.swaCells + 1.5 * Math.max(0, kv.cells - 8192), 2 * kv.cells + 4.5 * chosen + (2 / 3) * queries);
   return queries + 11 * kv.cells + (F32 * heads + 2) * kv.swaCells;
 }

@@ -78,22 +78,29 @@ describe('estimateMemory on architectures the recorded set does not have (held o
 // DeepSeek 4's compressed cache (llama_kv_cache_dsv4): the raw keys' window, the CSA and HCA
 // keys, the indexer's and the compressors' state, to the byte; the compute buffer by moments.
 describe('estimateMemory on DeepSeek 4 (held out)', () => {
-  // [weights, KV cache, compute] per setting, from llama.cpp v0.5.0 (the last setting refused)
-  const FIGURES = [[85700928, 909312, 53574560], [85700928, 909312, 85556128], [85700928, 1837056, 27874336], [85700928, 10207232, 64324192], null];
-  it('weights and KV cache equal llama.cpp\'s, the compute buffer within 15%', () => {
-    const file = parseGguf(encodeGguf(deepseek4Spec()));
-    SETTINGS.forEach((options, i) => {
-      const row = FIGURES[i];
-      if (row === null || row === undefined) return;
-      const [weights, kvCache, compute] = row;
-      const e = estimateMemory(file, { ...options, cpuFeatures: [] });
-      const what = JSON.stringify(options);
-      expect(e.weights, what).toBe(weights);
-      expect(e.kvCache, what).toBe(kvCache);
-      expect(e.computeMethod).toBe('moments');
-      expect(Math.abs(e.compute - compute!) / compute!, what).toBeLessThanOrEqual(0.15);
+  const settings = [...SETTINGS, { contextSize: 65536, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: true }];
+  // [weights, KV cache, compute] per setting, from llama.cpp v0.5.0 (the fifth refused): top_k
+  // above the cache (every compressed key chosen, test-llama-archs' value) and 256 with a window of 128
+  const FIGURES: Record<string, ([number, number, number] | null)[]> = {
+    'top_k 131072': [[85700928, 909312, 53574560], [85700928, 909312, 85556128], [85700928, 1837056, 27874336], [85700928, 10207232, 64324192], null, [85700928, 6840320, 151354272]],
+    'top_k 256': [[85700928, 909312, 52788128], [85700928, 909312, 83983264], [85700928, 1837056, 27081760], [85700928, 10207232, 62489184], null, [85700928, 6840320, 101284768]],
+  };
+  for (const [name, rows] of Object.entries(FIGURES)) {
+    it(`${name}: weights and KV cache equal llama.cpp's, the compute buffer within 15%`, () => {
+      const file = parseGguf(encodeGguf(name === 'top_k 256' ? deepseek4Spec(256, 128) : deepseek4Spec()));
+      settings.forEach((options, i) => {
+        const row = rows[i];
+        if (row === null || row === undefined) return;
+        const [weights, kvCache, compute] = row;
+        const e = estimateMemory(file, { ...options, cpuFeatures: [] });
+        const what = JSON.stringify(options);
+        expect(e.weights, what).toBe(weights);
+        expect(e.kvCache, what).toBe(kvCache);
+        expect(e.computeMethod).toBe('moments');
+        expect(Math.abs(e.compute - compute) / compute, what).toBeLessThanOrEqual(0.15);
+      });
     });
-  });
+  }
 });
 
 // Real model shapes at full size (scripts/model-shapes.ts: Q4_K/Q6_K matrices, the files sparse),

@@ -174,18 +174,18 @@ export function headerSpec(name: string): GgufWriteSpec {
 /**
  * DeepSeek 4 as llama.cpp's test-llama-archs shapes it: embedding 512, 8 heads of 64 over one KV
  * head, 4 layers compressed none, none, 4:1 (CSA, with its indexer) and 128:1 (HCA), a window of
- * 32, 4 hyper-connections, two experts and a shared one, 128 tokens.
+ * 32, 4 hyper-connections, two experts and a shared one, 128 tokens (top_k and the window as given).
  */
-export function deepseek4Spec(): GgufWriteSpec {
+export function deepseek4Spec(topK = 131072, window = 32): GgufWriteSpec {
   const [e, heads, head, ff, vocab, qLora, ratios] = [512, 8, 64, 1024, 128, 64, [0, 0, 4, 128]];
   const idxHeads = 64, idxKey = 128, groups = 8, oLora = 32, hc = 4, mix = (2 + hc) * hc;
   const meta: Meta = {
     block_count: u32(4), context_length: u32(8192), embedding_length: u32(e), feed_forward_length: u32(ff),
     'attention.head_count': u32(heads), 'attention.head_count_kv': u32(1), 'attention.key_length': u32(head), 'attention.value_length': u32(head),
-    'attention.layer_norm_rms_epsilon': f32(1e-5), 'rope.dimension_count': u32(head / 2), 'attention.q_lora_rank': u32(qLora), 'attention.sliding_window': u32(32),
+    'attention.layer_norm_rms_epsilon': f32(1e-5), 'rope.dimension_count': u32(head / 2), 'attention.q_lora_rank': u32(qLora), 'attention.sliding_window': u32(window),
     expert_count: u32(2), expert_used_count: u32(2), expert_feed_forward_length: u32(ff), expert_shared_count: u32(1), expert_weights_scale: f32(1),
     expert_weights_norm: bool(true), expert_gating_func: u32(4), swiglu_clamp_exp: f32(10),
-    'attention.indexer.head_count': u32(idxHeads), 'attention.indexer.key_length': u32(idxKey), 'attention.indexer.top_k': u32(131072),
+    'attention.indexer.head_count': u32(idxHeads), 'attention.indexer.key_length': u32(idxKey), 'attention.indexer.top_k': u32(topK),
     'attention.output_group_count': u32(groups), 'attention.output_lora_rank': u32(oLora), 'attention.compress_rope_freq_base': f32(160000), 'attention.compress_ratios': u32s(ratios),
     'hyper_connection.count': u32(hc), 'hyper_connection.sinkhorn_iterations': u32(2), 'hyper_connection.epsilon': f32(1e-6), hash_layer_count: u32(0),
   };
