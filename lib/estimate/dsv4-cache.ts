@@ -11,7 +11,7 @@ const HCA = 128;
 /**
  * DeepSeek 4's memory (llama_kv_cache_dsv4), whatever the settings ask of a unified cache: one
  * stream per sequence, each of n_ctx_seq cells (all of n_ctx when unified):
- * - raw keys (K only, the layer's key width) of every layer in a sliding-window cache: the
+ * - raw keys (K only, the layer's key width) of every block in a sliding-window cache: the
  *   window plus one ubatch, padded to 256, per stream (all cells with swaFull);
  * - CSA layers: keys compressed 4:1, and the indexer's keys (its key length), ceil(cells / 4)
  *   padded to 256 per stream; HCA layers: keys compressed 128:1 the same way;
@@ -32,8 +32,9 @@ export function dsv4KvCache(shape: ModelShape, options: ResolvedOptions): KvCach
   let attention = 0;
   let indexer = 0;
   let recurrent = 0;
+  // every block, the NextN (MTP) ones included: the cache counts them whether or not they load
   for (const layer of shape.layers) {
-    if (!layer.attention) continue;
+    if (layer.kWidth === 0) continue;
     slidingWindow += key(layer.kWidth, swaCells);
     const ratio = shape.compressRatios[layer.index] ?? 0;
     if (ratio === CSA) {

@@ -84,10 +84,12 @@ describe('estimateMemory on DeepSeek 4 (held out)', () => {
   const FIGURES: Record<string, ([number, number, number] | null)[]> = {
     'top_k 131072': [[85700928, 909312, 53574560], [85700928, 909312, 85556128], [85700928, 1837056, 27874336], [85700928, 10207232, 64324192], null, [85700928, 6840320, 151354272]],
     'top_k 256': [[85700928, 909312, 52788128], [85700928, 909312, 83983264], [85700928, 1837056, 27081760], [85700928, 10207232, 62489184], null, [85700928, 6840320, 101284768]],
+    // a NextN block: its weights left unloaded, its raw keys in the cache all the same
+    nextn: [[85700928, 1007616, 53574560], [85700928, 1007616, 85556128], [85700928, 1941504, 27874336], [85700928, 12304384, 64324192], null, [85700928, 6938624, 151354272]],
   };
   for (const [name, rows] of Object.entries(FIGURES)) {
     it(`${name}: weights and KV cache equal llama.cpp's, the compute buffer within 15%`, () => {
-      const file = parseGguf(encodeGguf(name === 'top_k 256' ? deepseek4Spec(256, 128) : deepseek4Spec()));
+      const file = parseGguf(encodeGguf(name === 'top_k 256' ? deepseek4Spec(256, 128) : name === 'nextn' ? deepseek4Spec(131072, 32, true) : deepseek4Spec()));
       settings.forEach((options, i) => {
         const row = rows[i];
         if (row === null || row === undefined) return;

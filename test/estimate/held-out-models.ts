@@ -174,13 +174,14 @@ export function headerSpec(name: string): GgufWriteSpec {
 /**
  * DeepSeek 4 as llama.cpp's test-llama-archs shapes it: embedding 512, 8 heads of 64 over one KV
  * head, 4 layers compressed none, none, 4:1 (CSA, with its indexer) and 128:1 (HCA), a window of
- * 32, 4 hyper-connections, two experts and a shared one, 128 tokens (top_k and the window as given).
+ * 32, 4 hyper-connections, two experts and a shared one, 128 tokens (top_k and the window as given;
+ * with nextn a fifth, NextN block).
  */
-export function deepseek4Spec(topK = 131072, window = 32): GgufWriteSpec {
-  const [e, heads, head, ff, vocab, qLora, ratios] = [512, 8, 64, 1024, 128, 64, [0, 0, 4, 128]];
+export function deepseek4Spec(topK = 131072, window = 32, nextn = false): GgufWriteSpec {
+  const [e, heads, head, ff, vocab, qLora, ratios] = [512, 8, 64, 1024, 128, 64, nextn ? [0, 0, 4, 128, 0] : [0, 0, 4, 128]];
   const idxHeads = 64, idxKey = 128, groups = 8, oLora = 32, hc = 4, mix = (2 + hc) * hc;
   const meta: Meta = {
-    block_count: u32(4), context_length: u32(8192), embedding_length: u32(e), feed_forward_length: u32(ff),
+    block_count: u32(ratios.length), nextn_predict_layers: u32(nextn ? 1 : 0), context_length: u32(8192), embedding_length: u32(e), feed_forward_length: u32(ff),
     'attention.head_count': u32(heads), 'attention.head_count_kv': u32(1), 'attention.key_length': u32(head), 'attention.value_length': u32(head),
     'attention.layer_norm_rms_epsilon': f32(1e-5), 'rope.dimension_count': u32(head / 2), 'attention.q_lora_rank': u32(qLora), 'attention.sliding_window': u32(window),
     expert_count: u32(2), expert_used_count: u32(2), expert_feed_forward_length: u32(ff), expert_shared_count: u32(1), expert_weights_scale: f32(1),
@@ -210,6 +211,8 @@ export function deepseek4Spec(topK = 131072, window = 32): GgufWriteSpec {
     }
     layer.push(t('ffn_gate_inp.weight', e, 2), t('exp_probs_b.bias', 2), t('ffn_norm.weight', e), t('ffn_gate_exps.weight', e, ff, 2), t('ffn_down_exps.weight', ff, e, 2),
       t('ffn_up_exps.weight', e, ff, 2), t('ffn_gate_shexp.weight', e, ff), t('ffn_down_shexp.weight', ff, e), t('ffn_up_shexp.weight', e, ff));
+    // a NextN (MTP) block: a full block and its own projection and norms
+    if (il === 4) layer.push(t('nextn.eh_proj.weight', 2 * e, e), t('nextn.enorm.weight', e), t('nextn.hnorm.weight', e));
     tensors.push(...layer.map((x) => ({ ...x, name: `blk.${il}.${x.name}` })));
   });
   return { metadata: metadata as never, tensors };
