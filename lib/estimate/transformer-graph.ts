@@ -118,7 +118,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       cur = msaAttention(g, shape, layer, normed, pos, { ...inputs, kIdx: inputs.kIdx, vIdx: inputs.vIdx }, msa, r);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
-      cur = attentionBlock(g, layer, layer.secondNorm && shape.rule.parallelFfn !== undefined ? g.norm(inpL) : normed, roped(shape, layer) ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
+      // Falcon 40B: attention on a second norm of the input (attn_norm_2), the FFN on the first
+      const attnIn = layer.secondNorm && shape.rule.parallelFfn !== undefined ? g.norm(inpL) : normed;
+      cur = attentionBlock(g, layer, attnIn, roped(shape, layer) ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
         mlaDecompressedModelled(shape) ? mlaDecompressedQkv(g, shape, layer, normed, pos, r) : undefined);
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
