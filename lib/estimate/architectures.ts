@@ -24,8 +24,12 @@ export interface ArchitectureRule {
    */
   readonly swa?: 'array' | 'all' | number;
   readonly swaDenseFirst?: boolean;
-  /** Attention and FFN both read the layer's one norm and add to the residual together (Cohere, Falcon, Phi-2). */
-  readonly parallelFfn?: boolean;
+  /**
+   * Attention and FFN both read the layer's one norm and add to the residual together (Cohere,
+   * Falcon, Phi-2: FFN plus residual, then attention); 'attention-first': the FFN plus attention,
+   * then the residual, the rows cropped in the order attention, norm, residual (PLaMo).
+   */
+  readonly parallelFfn?: boolean | 'attention-first';
   /** Attention without rope (ALiBi or learned positions): Q and K go to attention as projected. */
   readonly noRope?: boolean;
   /** Rope only at this block count, ALiBi otherwise (Baichuan: the 7B has rope, the 13B not). */
@@ -42,8 +46,18 @@ export interface ArchitectureRule {
    * both adds (LFM2) or the FFN's only (Phi-3, OpenELM).
    */
   readonly residualFirst?: 'both' | 'ffn';
+  /**
+   * The normed embeddings are kept to the last layer, each layer adding them scaled (a new
+   * tensor: they have other readers) after its FFN (Talkie).
+   */
+  readonly embeddingSkip?: boolean;
   /** A decoder without memory (diffusion models): llama's layers, attending within the ubatch. */
   readonly diffusion?: boolean;
+  /**
+   * The graph builds the dense FFN whatever the file has (Refact): in a layer with experts only,
+   * its tensors absent, what is left of it is the activation of its input.
+   */
+  readonly ffnIgnoresExperts?: boolean;
   /** The routing weights scale each expert's input, not its output (Llama 4). */
   readonly moeWeightBeforeFfn?: boolean;
   /** The output rows are picked after the final norm, not before the last layer's FFN. */
@@ -56,8 +70,11 @@ export interface ArchitectureRule {
   readonly swaOnlyWithLayers?: number;
   /** Chunked attention (llama4) instead of a sliding window: same cache size rule. */
   readonly chunked?: boolean;
-  /** A sparse-attention indexer key cache beside the KV cache (DSA, MSA, QSA). */
-  readonly indexer?: 'dsa' | 'msa' | 'qsa';
+  /**
+   * A sparse-attention indexer key cache beside the KV cache (DSA, MSA, QSA), or DeepSeek 4's
+   * compressed cache (dsv4-cache.ts), whose CSA layers have an indexer.
+   */
+  readonly indexer?: 'dsa' | 'msa' | 'qsa' | 'dsv4';
   /** Attention and recurrent state on every layer (Falcon-H1). */
   readonly allLayersBoth?: boolean;
   /** Attention only where the layer has no FFN (Nemotron-H). */
@@ -81,8 +98,8 @@ const DIFFUSION: ArchitectureRule = { memory: 'none', diffusion: true };
 export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   // Plain attention KV cache.
   llama: KV, deci: KV, falcon: { memory: 'kv', parallelFfn: true }, grok: KV, gpt2: { memory: 'kv', noRope: true }, gptj: KV, gptneox: KV, mpt: { memory: 'kv', noRope: true }, baichuan: { memory: 'kv', ropeOnlyWithLayers: 32 },
-  starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
-  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: KV, codeshell: KV,
+  starcoder: { memory: 'kv', noRope: true }, refact: { memory: 'kv', noRope: true, ffnIgnoresExperts: true }, bloom: { memory: 'kv', noRope: true }, stablelm: KV, qwen: KV, qwen2: KV, qwen2moe: KV, qwen2vl: KV,
+  qwen3: KV, qwen3moe: KV, qwen3vl: KV, qwen3vlmoe: KV, phi2: { memory: 'kv', parallelFfn: true }, phimoe: KV, plamo: { memory: 'kv', parallelFfn: 'attention-first' }, codeshell: KV,
   orion: KV, internlm2: KV, minicpm: KV, minicpm3: KV, gemma: KV, starcoder2: KV, xverse: KV,
   'command-r': { memory: 'kv', parallelFfn: true }, dbrx: KV, olmo: KV, olmoe: KV, openelm: { memory: 'kv', residualFirst: 'ffn' }, arctic: KV, deepseek: KV, deepseek2: KV,
   'deepseek2-ocr': KV, chatglm: KV, glm4: KV, glm4moe: KV, bitnet: KV, t5: KV, jais: { memory: 'kv', noRope: true }, jais2: KV,
@@ -90,7 +107,7 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   bailingmoe: KV, bailingmoe2: KV, dots1: KV, arcee: KV, ernie4_5: KV, 'ernie4_5-moe': KV,
   'hunyuan-moe': KV, 'hunyuan-dense': KV, hunyuan_vl: KV, hy_v3: { memory: 'kv', lateOutputRows: true }, smollm3: KV, seed_oss: KV,
   grovemoe: KV, apertus: KV, 'minimax-m2': KV, cogvlm: KV, 'pangu-embedded': KV, mistral3: KV,
-  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: KV, nanbeige: KV, phi3: { memory: 'kv', residualFirst: 'ffn' }, qwen3tts: KV,
+  eagle3: KV, mistral4: KV, paddleocr: KV, maincoder: KV, talkie: { memory: 'kv', embeddingSkip: true }, nanbeige: KV, phi3: { memory: 'kv', residualFirst: 'ffn' }, qwen3tts: KV,
   'llama-embed': KV, hrm_text: KV, pockettts: KV,
   // Sliding-window (iSWA) layers.
   gemma2: { memory: 'kv', swa: 2, swaDefaultWindow: 4096 },
@@ -123,6 +140,9 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
   hy_v4: { memory: 'kv', indexer: 'dsa' },
   dots3note: { memory: 'kv', indexer: 'dsa', swa: 'array' },
   'minimax-m3': { memory: 'kv', indexer: 'msa' },
+  // DeepSeek 4: llama_kv_cache_dsv4, a sliding window of raw keys beside keys compressed 4:1 (CSA,
+  // with an indexer) or 128:1 (HCA) and the compressors' state
+  deepseek4: { memory: 'kv', indexer: 'dsv4', swa: 'all' },
   // Recurrent state.
   mamba: { memory: 'recurrent', mixer: 'mamba' }, mamba2: { memory: 'recurrent', mixer: 'mamba2' }, rwkv6: RECURRENT, rwkv6qwen2: RECURRENT, rwkv7: RECURRENT,
   arwkv7: RECURRENT,
@@ -149,8 +169,6 @@ export const ARCHITECTURES: Readonly<Record<string, ArchitectureRule>> = {
 
 /**
  * Architectures llama.cpp v0.5.0 has whose memory the estimate does not model: an explicit
- * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess.
+ * UNSUPPORTED_ARCHITECTURE that says why, rather than a figure that would be a guess. None now.
  */
-export const UNMODELLED: Readonly<Record<string, string>> = {
-  deepseek4: 'its compressed KV cache (llama_kv_cache_dsv4: CSA/HCA compressors with their own state) is not modelled',
-};
+export const UNMODELLED: Readonly<Record<string, string>> = {};

@@ -15,7 +15,7 @@ const F32 = 4;
  *   sliding-window, each freed after the last layer reading it);
  * - a mixture-of-experts layer: the activations plus gate and up rows for each used expert,
  *   beside the masks later layers still need;
- * - the sparse-attention indexer (DSA, QSA): its scores over the cache and queries;
+ * - the sparse-attention indexer (DSA, QSA): its scores over the cache and queries (dsaMoment);
  * - an SSM scan (Mamba): the input projection and the inner activations;
  * - the output, after every mask is freed: logits (the reserve asks one output per token) beside
  *   two hidden rows.
@@ -25,6 +25,7 @@ const F32 = 4;
 export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
   // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
   const tokens = Math.min(options.ubatchSize, options.contextSize);
+  if (shape.rule.indexer === 'dsv4') return Math.round(tokens * dsv4Moment(shape, options, kv));
   const flash = options.flashAttention && !shape.attentionSoftcap;
   const maskElement = flash ? 2 : 4;
   const embd = shape.embeddingLength;
@@ -49,7 +50,6 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
     // MLA under flash attention: the latent K (and rope part) copied out for the kernel
     if (flash) activations += F32 * shape.latentWidth;
   }
-  const indexerLayers = shape.layers.filter((l) => l.indexerWidth > 0).length;
   const expertMoment = activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward;
   const indexerQueries = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
   const ssmMoment = F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner); // fitted
@@ -62,8 +62,6 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
       let scores = flash ? 0 : cells * layer.headCount * F32;
       // absorbed MLA (no V cache) without flash attention: the latent K viewed as V, copied in f16
       if (!flash && layer.vWidth === 0) scores += cells * 2;
-      // the indexers' scores over the cache (fitted)
-      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) scores += cells * (flash ? 10 : 12);
       if (shape.rule.indexer === 'qsa') scores += cells * (2 * shape.indexerHeads + 6);
       // flash attention reads an f32 K or V cache through an f16 copy of the whole view
       if (flash) {
@@ -76,13 +74,8 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
         const latent = shape.kvLoraRank * 2 * (cells * streams + cells);
         peak = Math.max(peak, masksFrom(il) + latent / tokens + activations);
       }
-      const queries = layer.indexerWidth > 0 && shape.rule.indexer === 'dsa' ? indexerQueries : 0;
-      peak = Math.max(peak, masksFrom(il) + scores + activations + queries);
-      // DSA at long contexts: the indexer's top-k selection over all cells outgrows its queries
-      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) {
-        const reused = indexerLayers > 1 ? 4 : 0; // the top-k indices kept for the next layer
-        peak = Math.max(peak, masksFrom(il) + cells * ((flash ? 15 : 17 + 4 * layer.headCount) + reused) + activations);
-      }
+      if (shape.rule.indexer === 'dsa' && layer.indexerWidth > 0) peak = Math.max(peak, dsaMoment(shape, options, layer.headCount, cells, tokens, flash) + activations + indexerQueries);
+      else peak = Math.max(peak, masksFrom(il) + scores + activations);
     }
     if (layer.experts && shape.expertCount > 0) peak = Math.max(peak, masksFrom(il + 1) + expertMoment);
     if (layer.recurrent && shape.ssmInputWidth > 0) peak = Math.max(peak, masksFrom(il + 1) + ssmMoment);
@@ -90,4 +83,51 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
   // a recurrent layer's state is copied out whole for every sequence
   const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 * options.sequences : 0;
   return Math.round(tokens * peak + state);
+}
+
+/**
+ * Per token, a DSA layer's attention (Hunyuan v4; DeepSeek 3.2's kin are replayed) without the
+ * activations: per cell of a stream the masks (attention's, f16 under flash attention, and the
+ * indexer's), the indexer's scores (f32) and, without flash attention, the attention scores (f32
+ * per head); per chosen cell (top_k, or every cell below it) the selection (i32), its copy and the
+ * zeros written into the mask at it (f32), up to two of them in the hole the indexer's queries
+ * leave (their two copies, 2 x heads x key length in f32); and all cells of all streams for the
+ * latent V copied out transposed without flash attention (or the f16 copies of an f32 cache
+ * under it). Checked against llama.cpp's figures for two Hunyuan v4 shapes (docs/api.md).
+ */
+function dsaMoment(shape: ModelShape, options: ResolvedOptions, heads: number, cells: number, tokens: number, flash: boolean): number {
+  const streams = options.unifiedKv ? 1 : options.sequences;
+  const topK = Math.min(cells, shape.indexerTopK);
+  const hole = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
+  const fitted = Math.min(2, Math.floor(hole / (F32 * topK)));
+  const perCell = (flash ? 8 : 10 + 4 * heads);
+  const latentBytes = (f32: boolean) => shape.kvLoraRank * (f32 ? 4 : 2) * cells * streams;
+  let whole = 0;
+  if (!flash) whole = latentBytes(options.typeK === 'f32');
+  else if (options.typeK === 'f32') whole = latentBytes(false) + shape.latentWidth * 2 * cells * streams;
+  // the heads' absorbed queries, their latent Q and attention's output before and after wv_b (fitted: alive beside the indexer's)
+  const mla = shape.mla;
+  const perHead = mla === undefined ? 0 : F32 * heads * (2 * mla.kvLoraRank + mla.kvLoraRank + mla.rope + mla.headV);
+  return cells * perCell + topK * 4 * (3 - fitted) + whole / tokens + perHead;
+}
+
+/**
+ * Per token, DeepSeek 4's largest moment (fitted to llama.cpp's figures for test-llama-archs'
+ * DeepSeek 4 with top_k above the cache and at 256, not read from its graph): the indexer's
+ * queries and their copies (3 x heads x key length in f32) with the layer's activations, then,
+ * as the cache grows, what grows with the cells of a stream. Under flash attention the window's
+ * mask (2.5 bytes a raw cell), then about 2 bytes a cell and 4.5 a chosen compressed key (top_k,
+ * or a quarter of the cells) beside two of the indexer's query copies; without it the attention
+ * scores over the window's raw keys (4 per head and cell, and the mask) and over the compressed
+ * ones (about 11 bytes a cell). Within 15% of llama.cpp's figures where checked (docs/api.md).
+ */
+function dsv4Moment(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
+  const flash = options.flashAttention;
+  const heads = Math.max(0, ...shape.layers.map((l) => l.headCount));
+  const queries = 3 * F32 * shape.indexerHeads * shape.indexerKeyLength;
+  const activations = F32 * 3 * shape.embeddingLength;
+  // the CSA layers' chosen compressed keys: top_k of them, or all (a quarter of the cells)
+  const chosen = Math.min(shape.indexerTopK, Math.ceil(kv.cells / 4));
+  if (flash) return Math.max(queries + activations + 2.5 * kv.swaCells + 1.5 * Math.max(0, kv.cells - 8192), 2 * kv.cells + 4.5 * chosen + (2 / 3) * queries);
+  return queries + 11 * kv.cells + (F32 * heads + 2) * kv.swaCells;
 }

@@ -125,7 +125,7 @@ function replayRepeating(shape: ModelShape, r: ReserveShape): number | undefined
  * decoders. An attention architecture goes through the generic decoder graph even where
  * llama.cpp's differs in ways not modelled (T5's encoder-decoder, Grok, Arctic, Gemma 3n's
  * shared-KV layers): unchecked. The rest (RWKV, encoders, PLaMo 2, Qwen4-exp, Kimi Linear/K3,
- * Bailing 3, Falcon-H1, MiniMax-01, Hunyuan v4) go by the largest moments (compute-moments.ts).
+ * Bailing 3, Falcon-H1, MiniMax-01, Hunyuan v4, DeepSeek 4) go by the largest moments (compute-moments.ts).
  */
 export function graphModelled(shape: ModelShape): boolean {
   // MLA (the latent cache, with or without a DSA indexer, or its weights over a plain cache) and MiniMax-M3's MSA

@@ -1,6 +1,7 @@
 import { kvRowBytes, type ResolvedOptions } from './options.js';
 import type { ModelShape } from './model-shape.js';
 import { alignUp, TENSOR_ALIGNMENT } from './weights.js';
+import { dsv4KvCache } from './dsv4-cache.js';
 
 /** llama.cpp pads n_ctx (and n_ctx per sequence) to 256 cells. */
 export const CONTEXT_PADDING = 256;
@@ -41,6 +42,7 @@ function tensorBytes(rowBytes: number, cells: number, streams: number): number {
 }
 
 export function estimateKvCache(shape: ModelShape, options: ResolvedOptions): KvCacheEstimate {
+  if (shape.rule.indexer === 'dsv4') return dsv4KvCache(shape, options);
   const geometry = contextGeometry(options);
   const cells = geometry.cellsPerStream;
   const streams = geometry.streams;

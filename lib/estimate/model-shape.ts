@@ -26,6 +26,8 @@ export interface LayerShape {
   readonly gatedQuery: boolean;
   /** An attention layer's sigmoid output gate from its own projection (attn_gate rows; 0: none). */
   readonly outputGateWidth: number;
+  /** Attention reads a second norm of the layer's input (attn_norm_2, Falcon 40B); the FFN the first. */
+  readonly secondNorm: boolean;
 }
 
 /** A Mamba-2 style SSM's sizes (llama_hparams ssm_*; zeros without one). */
@@ -85,6 +87,8 @@ export interface ModelShape {
   readonly indexerKeyLength: number;
   /** Cells (DSA) or position blocks (MSA) the indexer keeps per query (attention.indexer.top_k). */
   readonly indexerTopK: number;
+  /** Per layer, DeepSeek 4's key compression (attention.compress_ratios: 0 none, 4 CSA, 128 HCA). */
+  readonly compressRatios: readonly number[];
   /** MSA's position block (attention.indexer.block_size). */
   readonly indexerBlockSize: number;
   /** Mamba-style SSM: the input projection's width and the inner size (0 otherwise). */
@@ -332,6 +336,7 @@ function readShape(file: GgufFile): ModelShape {
       ffn: names.size === 0 || has(il, 'ffn_down') || has(il, 'ffn_down_exps'),
       gatedQuery: (tensorRows.get(`blk.${il}.attn_q.weight`) ?? 0) === 2 * headCount * keyLength && headCount > 0,
       outputGateWidth: attention && !recurrent ? tensorRows.get(`blk.${il}.attn_gate.weight`) ?? 0 : 0,
+      secondNorm: has(il, 'attn_norm_2'),
     });
   }
 
@@ -377,6 +382,7 @@ function readShape(file: GgufFile): ModelShape {
     expertFeedForward: blockValue(hp.experts?.feedForwardLength ?? 0, 0) || blockValue(hp.feedForwardLength ?? 0, 0),
     indexerHeads: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.head_count')) ?? 0,
     indexerKeyLength: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.key_length')) ?? 0,
+    compressRatios: rule.indexer === 'dsv4' ? Array.from({ length: layerCount }, (_, il) => numberAt(meta, k('attention.compress_ratios'), il) ?? 0) : [],
     indexerTopK: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.top_k')) ?? 0,
     indexerBlockSize: rule.indexer === undefined ? 0 : scalar(meta, k('attention.indexer.block_size')) ?? 0,
     ssmInputWidth,

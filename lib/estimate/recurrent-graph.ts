@@ -62,7 +62,16 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
   const headV = inner / headsV;
   const channels = inner + 2 * headsK * headK;
   const T = tokens;
-  const qkv = g.op(channels * T * F32, [g.external, x], 'qkv');
+  // Qwen3-Next: Q, K, V and z from one projection (ssm_in), Q, K and V copied out and joined;
+  // the projection lives on until z is copied out of it, after the delta net
+  const fused = shape.architecture === 'qwen3next';
+  const qkvz = fused ? g.op((channels + inner) * T * F32, [g.external, x], 'qkvz') : undefined;
+  let qkv: GraphTensor;
+  if (qkvz !== undefined) {
+    const part = (name: string, width: number) => g.op(width * T * F32, [g.view(qkvz, name)], name);
+    const qk = g.op(2 * headsK * headK * T * F32, [part('q-flat', headsK * headK), part('k-flat', headsK * headK)], 'qk');
+    qkv = g.op(channels * T * F32, [qk, part('v-flat', inner)], 'qkv');
+  } else qkv = g.op(channels * T * F32, [g.external, x], 'qkv');
   const conv = convInput(g, qkv, channels, convKernel, T, sequences, inputs);
   const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'state-rows'));
   let mixed = g.op(channels * T * F32, [conv, g.external], 'conv');
@@ -75,18 +84,31 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
   const q = l2('q');
   const k = l2('k');
   const v = g.view(mixed, 'v');
-  const alpha = g.op(headsV * T * F32, [g.external, x], 'alpha');
-  let decay = g.op(headsV * T * F32, [g.view(alpha, 'alpha3'), g.external], 'decay');
-  decay = g.op(decay.bytes, [decay], 'decay', { inplace: true }); // softplus
-  decay = g.op(decay.bytes, [decay, g.external], 'decay', { inplace: true }); // times A
-  const betaRows = g.op(headsV * T * F32, [g.external, x], 'beta');
-  const beta = g.op(betaRows.bytes, [g.view(betaRows, 'beta4')], 'beta'); // sigmoid of a view: a new tensor
+  let decay: GraphTensor;
+  let beta: GraphTensor;
+  if (fused) {
+    // beta and alpha from one projection (ssm_ba), each copied out of it
+    const ba = g.op(2 * headsV * T * F32, [g.external, x], 'ba');
+    const alpha = g.op(headsV * T * F32, [g.view(ba, 'a')], 'alpha');
+    decay = g.op(alpha.bytes, [alpha, g.external], 'decay', { inplace: true }); // plus dt bias
+    decay = g.op(decay.bytes, [decay], 'decay', { inplace: true }); // softplus
+    decay = g.op(decay.bytes, [decay, g.external], 'decay', { inplace: true }); // times A
+    const b = g.op(headsV * T * F32, [g.view(ba, 'b')], 'beta');
+    beta = g.op(b.bytes, [b], 'beta', { inplace: true }); // sigmoid
+  } else {
+    const alpha = g.op(headsV * T * F32, [g.external, x], 'alpha');
+    decay = g.op(headsV * T * F32, [g.view(alpha, 'alpha3'), g.external], 'decay');
+    decay = g.op(decay.bytes, [decay], 'decay', { inplace: true }); // softplus
+    decay = g.op(decay.bytes, [decay, g.external], 'decay', { inplace: true }); // times A
+    const betaRows = g.op(headsV * T * F32, [g.external, x], 'beta');
+    beta = g.op(betaRows.bytes, [g.view(betaRows, 'beta4')], 'beta'); // sigmoid of a view: a new tensor
+  }
   const result = g.op((headV * headsV * T + headV * headV * headsV * sequences) * F32, [q, k, v, g.view(decay, 'g4'), beta, g.view(states, 's4')], 'gdn');
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(result, 'new-state'), g.external]));
   // the gated norm: norm(output) * silu(z)
   const normed = g.op(headV * headsV * T * F32, [g.view(result, 'output')], 'y');
   const weighted = g.op(normed.bytes, [normed, g.external], 'y', { inplace: true });
-  const z = g.op(inner * T * F32, [g.external, x], 'z');
+  const z = qkvz !== undefined ? g.op(inner * T * F32, [g.view(qkvz, 'z')], 'z') : g.op(inner * T * F32, [g.external, x], 'z');
   const gated = g.op(weighted.bytes, [weighted, g.op(z.bytes, [g.view(z, 'z4')], 'y')], 'y', { inplace: true });
   // returned reshaped: a view, which the residual add cannot take over
   return g.view(g.op(x.bytes, [g.external, g.view(gated, 'y-rows')], 'gdn-out'), x.layout);

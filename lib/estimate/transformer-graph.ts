@@ -67,6 +67,10 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   g.expand(g.input(E * T * F32, 'inp_embd'));
   const pos = g.input(T * I32, 'inp_pos');
   if (shape.learnedPositions) inpL = g.op(inpL.bytes, [inpL, g.op(E * T * F32, [g.external, pos], act(E))], act(E), { inplace: true });
+  // Talkie: the embeddings normed (no weight), kept for every layer's skip
+  const skipped = shape.rule.embeddingSkip === true;
+  if (skipped) inpL = g.op(inpL.bytes, [inpL], act(E), { inplace: true });
+  const embeddings = inpL;
 
   // each cache (full, sliding-window) has its own inputs
   const noCache = shape.rule.memory === 'none';
@@ -92,8 +96,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   // llama.cpp's graph runs the trunk: appended NextN blocks are not in it
   const trunk = shape.layers.slice(0, shape.layers.length - shape.nextnLayers);
   const last = trunk.at(-1)?.index ?? -1;
-  const ffn = (layer: LayerShape, x: GraphTensor, n: number) =>
-    layer.experts && shape.expertCount > 0 ? moeBlock(g, shape, x, n) : denseFfn(g, shape, x, n);
+  const ffn = (layer: LayerShape, x: GraphTensor, n: number) => {
+    if (!layer.experts || shape.expertCount === 0) return denseFfn(g, shape, x, n);
+    // build_ffn with no up, gate or down tensor: the activation (SiLU) alone, in place
+    if (shape.rule.ffnIgnoresExperts === true) return g.op(x.bytes, [x], x.layout, { inplace: true });
+    return moeBlock(g, shape, x, n);
+  };
   for (const layer of trunk) {
     g.mark();
     const inputs = layer.slidingWindow ? swa : full;
@@ -111,7 +119,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       cur = msaAttention(g, shape, layer, normed, pos, { ...inputs, kIdx: inputs.kIdx, vIdx: inputs.vIdx }, msa, r);
     }
     else if ((layer.attention || (noCache && layer.headCount > 0)) && inputs !== undefined) {
-      cur = attentionBlock(g, layer, normed, roped(shape, layer) ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
+      // Falcon 40B: attention on a second norm of the input (attn_norm_2), the FFN on the first
+      const attnIn = layer.secondNorm && shape.rule.parallelFfn !== undefined ? g.norm(inpL) : normed;
+      cur = attentionBlock(g, layer, attnIn, roped(shape, layer) ? pos : undefined, inputs, r, shape.fusedQkv, shape.rule.swa !== undefined,
         mlaDecompressedModelled(shape) ? mlaDecompressedQkv(g, shape, layer, normed, pos, r) : undefined);
     }
     // a layer without a cache of its own (shared KV): its attention output, same width
@@ -122,14 +132,22 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
     const crop = layer.index === last && shape.rule.lateOutputRows !== true;
     const n = crop ? O : T;
+    const parallel = shape.rule.parallelFfn;
+    let skip = embeddings;
     if (crop) {
       cur = g.op(E * O * F32, [cur, outIds], act(E, O));
+      if (parallel === 'attention-first') ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
       inpSA = g.op(E * O * F32, [inpSA, outIds], act(E, O));
-      if (shape.rule.parallelFfn === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
+      if (parallel === true) ffnIn = g.op(E * O * F32, [normed, outIds], act(E, O));
+      if (skipped) skip = g.op(E * O * F32, [embeddings, outIds], act(E, O));
     }
     if (!layer.ffn || ffnOnly) {
       inpL = g.op(cur.bytes, [cur, inpSA], cur.layout, { inplace: true });
-    } else if (shape.rule.parallelFfn === true) {
+    } else if (parallel === 'attention-first') {
+      // FFN(norm) + attention + residual
+      const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), cur], cur.layout, { inplace: true });
+      inpL = g.op(cur.bytes, [sum, inpSA], cur.layout, { inplace: true });
+    } else if (parallel === true) {
       // FFN(norm) + residual + attention
       const sum = g.op(cur.bytes, [ffn(layer, ffnIn, n), inpSA], cur.layout, { inplace: true });
       inpL = g.op(cur.bytes, [sum, cur], cur.layout, { inplace: true });
@@ -140,6 +158,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       let out = ffn(layer, post ? ffnInp : g.norm(ffnInp), n);
       if (post) out = g.norm(out);
       inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
+      if (skipped) inpL = g.op(cur.bytes, [inpL, g.op(cur.bytes, [skip, g.external], cur.layout, { inplace: true })], cur.layout, { inplace: true });
     }
   }
   let out = g.norm(inpL);

@@ -143,7 +143,11 @@ export function estimateWeights(file: GgufFile, features: ReadonlySet<string>): 
     if (p.amx) amx += p.size;
     byLayout[p.layout] = (byLayout[p.layout] ?? 0) + 1;
   };
-  for (const tensor of file.tensors) add(place(tensor, isMatmulWeight(tensor), features));
+  const firstSkipped = firstSkippedBlock(file);
+  for (const tensor of file.tensors) {
+    if (firstSkipped !== undefined && blockOf(tensor.name) >= firstSkipped) continue;
+    add(place(tensor, isMatmulWeight(tensor), features));
+  }
   // A model without output.weight multiplies by token_embd: llama.cpp creates the output copy in
   // the output layer's buffer type, a second tensor when that is the repack buffer.
   const embedding = file.tensor('token_embd.weight');
@@ -152,4 +156,23 @@ export function estimateWeights(file: GgufFile, features: ReadonlySet<string>): 
     if (output.layout !== undefined) add(output);
   }
   return { total, repacked, repackedByLayout: byLayout, amx };
+}
+
+const blockOf = (name: string): number => {
+  const m = /^blk\.(\d+)\./.exec(name);
+  return m === null ? -1 : Number(m[1]);
+};
+
+/**
+ * The first NextN (MTP) block whose tensors llama.cpp leaves unloaded (TENSOR_SKIP without
+ * load_mtp, its default): DeepSeek 4's, when the file has them (its loader checks for the first
+ * one's nextn.eh_proj). Other architectures with NextN blocks are counted whole (unchecked).
+ */
+function firstSkippedBlock(file: GgufFile): number | undefined {
+  const arch = file.metadata.getString('general.architecture');
+  if (arch !== 'deepseek4') return undefined;
+  const blocks = Number(file.metadata.get(`${arch}.block_count`) ?? 0);
+  const nextn = Number(file.metadata.get(`${arch}.nextn_predict_layers`) ?? 0);
+  if (!(nextn > 0 && nextn <= blocks)) return undefined;
+  return file.tensor(`blk.${blocks - nextn}.nextn.eh_proj.weight`) === undefined ? undefined : blocks - nextn;
 }

@@ -1,0 +1,58 @@
+import { kvRowBytes, type ResolvedOptions } from './options.js';
+import type { ModelShape } from './model-shape.js';
+import { alignUp, TENSOR_ALIGNMENT } from './weights.js';
+import { CONTEXT_PADDING, contextGeometry, type KvCacheEstimate } from './kv-cache.js';
+
+const F32 = 4;
+/** Keys compressed 4:1 with a lightning indexer (CSA) and 128:1 (HCA). */
+const CSA = 4;
+const HCA = 128;
+
+/**
+ * DeepSeek 4's memory (llama_kv_cache_dsv4), whatever the settings ask of a unified cache: one
+ * stream per sequence, each of n_ctx_seq cells (all of n_ctx when unified):
+ * - raw keys (K only, the layer's key width) of every block in a sliding-window cache: the
+ *   window plus one ubatch, padded to 256, per stream (all cells with swaFull);
+ * - CSA layers: keys compressed 4:1, and the indexer's keys (its key length), ceil(cells / 4)
+ *   padded to 256 per stream; HCA layers: keys compressed 128:1 the same way;
+ * - the compressors' state, f32, per layer and stream, a kv and a score tensor each: CSA
+ *   2 x key width by 8, HCA key width by 128, the indexer's 2 x its key length by 8.
+ * Both caches' K take type_k; V is never stored.
+ */
+export function dsv4KvCache(shape: ModelShape, options: ResolvedOptions): KvCacheEstimate {
+  const cells = contextGeometry(options).cellsPerStream;
+  const streams = options.sequences;
+  const tensor = (rowBytes: number, rows: number) => alignUp(rowBytes * rows * streams, TENSOR_ALIGNMENT);
+  const key = (width: number, rows: number) => tensor(kvRowBytes(options.typeK, width), rows);
+  const compressed = (ratio: number) => alignUp(Math.max(1, Math.ceil(cells / ratio)), CONTEXT_PADDING);
+  const swaCells = options.swaFull || shape.slidingWindow === 0 ? cells : Math.min(cells, alignUp(shape.slidingWindow + options.ubatchSize, CONTEXT_PADDING));
+  const state = (width: number, rows: number) => 2 * tensor(width * F32, rows);
+
+  let slidingWindow = 0;
+  let attention = 0;
+  let indexer = 0;
+  let recurrent = 0;
+  // every block, the NextN (MTP) ones included: the cache counts them whether or not they load
+  for (const layer of shape.layers) {
+    if (layer.kWidth === 0) continue;
+    slidingWindow += key(layer.kWidth, swaCells);
+    const ratio = shape.compressRatios[layer.index] ?? 0;
+    if (ratio === CSA) {
+      attention += key(layer.kWidth, compressed(CSA));
+      indexer += key(shape.indexerKeyLength, compressed(CSA));
+      recurrent += state(2 * layer.kWidth, 2 * CSA) + state(2 * shape.indexerKeyLength, 2 * CSA);
+    } else if (ratio === HCA) {
+      attention += key(layer.kWidth, compressed(HCA));
+      recurrent += state(layer.kWidth, HCA);
+    }
+  }
+  return {
+    total: attention + slidingWindow + indexer + recurrent,
+    attention,
+    slidingWindow,
+    indexer,
+    recurrent,
+    cells,
+    swaCells,
+  };
+}
