@@ -1,6 +1,6 @@
 import type { ModelShape } from './model-shape.js';
 import type { ResolvedOptions } from './options.js';
-import type { KvCacheEstimate } from './kv-cache.js';
+import type { KvCacheEstimate } from './context-geometry.js';
 
 const F32 = 4;
 

@@ -1,8 +1,9 @@
 import { GgufError } from '../errors.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
-import { transformerGraph, type ReserveShape } from './transformer-graph.js';
+import type { ReserveShape } from './reserve-shape.js';
+import { transformerGraph } from './transformer-graph.js';
 import type { ResolvedOptions } from './options.js';
-import type { KvCacheEstimate } from './kv-cache.js';
+import type { KvCacheEstimate } from './context-geometry.js';
 import { mlaDecompressedModelled, mlaModelled } from './mla-graph.js';
 import { estimateFromMoments } from './compute-moments.js';
 import { hadamardSide } from './hadamard.js';

@@ -1,7 +1,7 @@
 import { kvRowBytes, type ResolvedOptions } from './options.js';
 import type { ModelShape } from './model-shape.js';
 import { alignUp, TENSOR_ALIGNMENT } from './weights.js';
-import { CONTEXT_PADDING, contextGeometry, type KvCacheEstimate } from './kv-cache.js';
+import { CONTEXT_PADDING, contextGeometry, type KvCacheEstimate } from './context-geometry.js';
 
 const F32 = 4;
 /** Keys compressed 4:1 with a lightning indexer (CSA) and 128:1 (HCA). */

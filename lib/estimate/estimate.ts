@@ -1,7 +1,8 @@
 import type { GgufFile } from '../file/gguf-file.js';
 import { estimateCompute, graphModelled } from './compute.js';
 import { hostCpuFeatures } from './cpu-features.js';
-import { contextGeometry, estimateKvCache, type KvCacheEstimate } from './kv-cache.js';
+import { contextGeometry, type KvCacheEstimate } from './context-geometry.js';
+import { estimateKvCache } from './kv-cache.js';
 import { readModelShape, type ModelShape } from './model-shape.js';
 import { MAX_CONTEXT_SIZE, resolveOptions, type EstimateOptions, type ResolvedOptions } from './options.js';
 import { estimateWeights, type WeightsEstimate } from './weights.js';

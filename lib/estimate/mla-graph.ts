@@ -2,7 +2,7 @@ import type { ComputeGraph } from './compute-graph.js';
 import { hadamardSide } from './hadamard.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, MlaShape, ModelShape } from './model-shape.js';
-import type { ReserveShape } from './transformer-graph.js';
+import type { ReserveShape } from './reserve-shape.js';
 
 const F32 = 4;
 const I32 = 4;

@@ -1,7 +1,7 @@
 import { GgufError } from '../errors.js';
 import type { GgufFile } from '../file/gguf-file.js';
 import { blockValue, largestOf } from '../file/hyperparameters.js';
-import { ARCHITECTURES, UNMODELLED, type ArchitectureRule } from './architectures.js';
+import { ARCHITECTURES, UNMODELLED, type ArchitectureRule } from '../file/architectures.js';
 
 /** One layer as the memory estimate sees it. */
 export interface LayerShape {

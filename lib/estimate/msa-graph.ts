@@ -1,7 +1,7 @@
 import type { ComputeGraph } from './compute-graph.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
-import type { ReserveShape } from './transformer-graph.js';
+import type { ReserveShape } from './reserve-shape.js';
 
 const F32 = 4;
 const F16 = 2;

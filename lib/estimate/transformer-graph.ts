@@ -1,4 +1,5 @@
 import { ComputeGraph } from './compute-graph.js';
+import type { ReserveShape } from './reserve-shape.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
 import { gatedDeltaNetMixer, mamba2Mixer, mambaMixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
@@ -8,29 +9,6 @@ import { msaAttention, msaEnabled, msaInputs } from './msa-graph.js';
 const F32 = 4;
 const I32 = 4;
 const I64 = 8;
-
-/** What the worst-case graph is reserved for (llama_context::graph_reserve). */
-export interface ReserveShape {
-  /** Tokens in the ubatch (n_tokens, a multiple of the sequences) and the outputs asked of it. */
-  readonly tokens: number;
-  readonly outputs: number;
-  /** KV streams: 1 with a unified cache, else the sequences. */
-  readonly streams: number;
-  /** Sequences in the ubatch (n_seq_max): recurrent layers split the tokens among them. */
-  readonly sequences: number;
-  /** Cells the full-context and sliding-window masks span (n_kv). */
-  readonly fullCells: number;
-  readonly swaCells: number;
-  readonly flash: boolean;
-  /** The K and V caches are f32 (flash attention then reads them through f16 copies). */
-  readonly kF32: boolean;
-  readonly vF32: boolean;
-  /** The K cache's type (MLA without flash attention copies its latent part out). */
-  readonly typeK: string;
-  /** Sides of the Hadamard rotations applied around a quantized K or V cache (0: none). */
-  readonly kRotation: number;
-  readonly vRotation: number;
-}
 
 interface CacheInputs {
   readonly cells: number;

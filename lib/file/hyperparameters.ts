@@ -1,5 +1,5 @@
 import { GgufError } from '../errors.js';
-import { ARCHITECTURES, type ArchitectureRule } from '../estimate/architectures.js';
+import { ARCHITECTURES, type ArchitectureRule } from './architectures.js';
 import type { GgufMetadata } from './metadata.js';
 
 /**
