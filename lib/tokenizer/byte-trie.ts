@@ -1,22 +1,21 @@
 /**
  * The tokens that begin a text, found in time linear in the longest of them, as llama.cpp's
- * naive_trie finds them (Unigram and RWKV tokenizers): a lookup of each prefix by hash costs its
- * length, so a vocabulary with one 20 KB token made those tokenizers cubic in the text.
+ * naive_trie finds them (Unigram and RWKV tokenizers, the special-token split): a lookup of each
+ * prefix by hash costs its length, so a vocabulary with one 20 KB token made those tokenizers
+ * cubic in the text.
  *
  * Compact rather than a node per byte: the texts sorted, each step narrows the range of those
- * that share the prefix read so far (by the first two bytes at once through a table, then by
- * binary search, then by comparing on once a single text is left).
+ * that share the prefix read so far (by the first byte through a table, then by binary search,
+ * then by comparing on once a single text is left).
  */
 
 export class ByteTrie {
-  /** The sorted texts (length at least 2) and their values. */
+  /** The sorted texts (of equal ones the last) and their values. */
   private readonly starts: Uint32Array;
   private readonly lengths: Uint32Array;
   private readonly values: Int32Array;
-  /** Sorted texts starting with bytes (a, b): [pairStart[a << 8 | b], pairStart[(a << 8 | b) + 1]). */
-  private readonly pairStart: Int32Array;
-  /** The value of each one-byte text, or -1. */
-  private readonly single: Int32Array;
+  /** Sorted texts starting with byte c: [firstStart[c], firstStart[c + 1]). */
+  private readonly firstStart: Int32Array;
   /** Matches of the last walk(): their lengths, shortest first, and values. */
   readonly matchLengths: Int32Array;
   readonly matchValues: Int32Array;
@@ -32,8 +31,7 @@ export class ByteTrie {
     values: ArrayLike<number>,
   ) {
     const order = sortTexts(bytes, starts, ends);
-    const single = new Int32Array(256).fill(-1);
-    const pairStart = new Int32Array(65537);
+    const firstStart = new Int32Array(257);
     const kept: number[] = [];
     let longest = 0;
     for (let i = 0; i < order.length; i++) {
@@ -41,17 +39,12 @@ export class ByteTrie {
       const s = starts[k]!;
       const length = ends[k]! - s;
       if (length > longest) longest = length;
-      if (length === 1) {
-        single[bytes[s]!] = values[k]!; // the last of equal ones comes last
-        continue;
-      }
       const next = i + 1 < order.length ? order[i + 1]! : -1;
       if (next >= 0 && ends[next]! - starts[next]! === length && equalBytes(bytes, s, starts[next]!, length)) continue; // a later equal text follows
       kept.push(k);
-      pairStart[pairKey(bytes, s) + 1]!++;
+      firstStart[bytes[s]! + 1]!++;
     }
-    // Counts to starts (the kept texts are in order of their first two bytes).
-    for (let key = 1; key <= 65536; key++) pairStart[key]! += pairStart[key - 1]!;
+    for (let c = 1; c <= 256; c++) firstStart[c]! += firstStart[c - 1]!;
     this.starts = new Uint32Array(kept.length);
     this.lengths = new Uint32Array(kept.length);
     this.values = new Int32Array(kept.length);
@@ -61,8 +54,7 @@ export class ByteTrie {
       this.lengths[i] = ends[k]! - starts[k]!;
       this.values[i] = values[k]!;
     }
-    this.pairStart = pairStart;
-    this.single = single;
+    this.firstStart = firstStart;
     this.matchLengths = new Int32Array(longest + 1);
     this.matchValues = new Int32Array(longest + 1);
   }
@@ -72,49 +64,7 @@ export class ByteTrie {
    * in matchLengths and matchValues.
    */
   walk(text: Uint8Array, at: number, end: number): number {
-    if (at >= end) return 0;
-    const bytes = this.bytes;
-    const starts = this.starts;
-    const lengths = this.lengths;
-    let count = 0;
-    const c0 = text[at]!;
-    if (this.single[c0]! >= 0) {
-      this.matchLengths[count] = 1;
-      this.matchValues[count++] = this.single[c0]!;
-    }
-    if (at + 1 >= end) return count;
-    const key = (c0 << 8) | text[at + 1]!;
-    let lo = this.pairStart[key]!;
-    let hi = this.pairStart[key + 1]!;
-    // [lo, hi): the texts that start with text[at, at + d).
-    for (let d = 2; lo < hi; d++) {
-      if (lengths[lo] === d) {
-        this.matchLengths[count] = d;
-        this.matchValues[count++] = this.values[lo]!;
-        if (++lo === hi) break;
-      }
-      if (at + d >= end) break;
-      if (hi - lo === 1) {
-        // One text left: compare on.
-        const s = starts[lo]!;
-        const length = lengths[lo]!;
-        if (at + length > end) break;
-        let i = d;
-        while (i < length && bytes[s + i] === text[at + i]) i++;
-        if (i === length) {
-          this.matchLengths[count] = length;
-          this.matchValues[count++] = this.values[lo]!;
-        }
-        break;
-      }
-      const c = text[at + d]!;
-      // (All of them going on with c, as texts with a long common prefix do: no search.)
-      if (bytes[starts[lo]! + d] !== c || bytes[starts[hi - 1]! + d] !== c) {
-        lo = bound(bytes, starts, lo, hi, d, c, false);
-        hi = bound(bytes, starts, lo, hi, d, c, true);
-      }
-    }
-    return count;
+    return this.follow(text, at, end, true);
   }
 
   /**
@@ -123,36 +73,7 @@ export class ByteTrie {
    * deepest node it reaches).
    */
   deepest(text: Uint8Array, at: number, end: number): number {
-    if (at >= end) return 0;
-    const bytes = this.bytes;
-    const starts = this.starts;
-    const lengths = this.lengths;
-    const c0 = text[at]!;
-    if (this.single[c0]! < 0 && this.pairStart[c0 << 8] === this.pairStart[(c0 << 8) + 256]) return 0;
-    if (at + 1 >= end) return 1;
-    const key = (c0 << 8) | text[at + 1]!;
-    let lo = this.pairStart[key]!;
-    let hi = this.pairStart[key + 1]!;
-    if (lo === hi) return 1;
-    for (let d = 2; ; d++) {
-      // [lo, hi): the texts that start with text[at, at + d).
-      if (lengths[lo] === d) lo++;
-      if (lo === hi || at + d >= end) return d;
-      if (hi - lo === 1) {
-        const s = starts[lo]!;
-        const length = Math.min(lengths[lo]!, end - at);
-        let i = d;
-        while (i < length && bytes[s + i] === text[at + i]) i++;
-        return i;
-      }
-      const c = text[at + d]!;
-      // (All of them going on with c, as texts with a long common prefix do: no search.)
-      if (bytes[starts[lo]! + d] !== c || bytes[starts[hi - 1]! + d] !== c) {
-        lo = bound(bytes, starts, lo, hi, d, c, false);
-        hi = bound(bytes, starts, lo, hi, d, c, true);
-      }
-      if (lo === hi) return d;
-    }
+    return this.follow(text, at, end, false);
   }
 
   /** The length of the longest text that begins text[at, end) (0 if none); its value in matchValues[0]. */
@@ -161,6 +82,50 @@ export class ByteTrie {
     if (count === 0) return 0;
     this.matchValues[0] = this.matchValues[count - 1]!;
     return this.matchLengths[count - 1]!;
+  }
+
+  /** Reads text[at, end) along the texts: the matches (`record`) or how far it went. */
+  private follow(text: Uint8Array, at: number, end: number, record: boolean): number {
+    if (at >= end) return 0;
+    const bytes = this.bytes;
+    const starts = this.starts;
+    const lengths = this.lengths;
+    let count = 0;
+    let lo = this.firstStart[text[at]!]!;
+    let hi = this.firstStart[text[at]! + 1]!;
+    if (lo === hi) return 0;
+    // [lo, hi): the texts that start with text[at, at + d).
+    for (let d = 1; ; d++) {
+      if (lengths[lo] === d) {
+        if (record) {
+          this.matchLengths[count] = d;
+          this.matchValues[count++] = this.values[lo]!;
+        }
+        lo++;
+      }
+      if (lo === hi || at + d >= end) return record ? count : d;
+      if (hi - lo === 1) {
+        // One text left: compare on.
+        const s = starts[lo]!;
+        const length = lengths[lo]!;
+        const stop = Math.min(length, end - at);
+        let i = d;
+        while (i < stop && bytes[s + i] === text[at + i]) i++;
+        if (!record) return i;
+        if (i === length) {
+          this.matchLengths[count] = length;
+          this.matchValues[count++] = this.values[lo]!;
+        }
+        return count;
+      }
+      const c = text[at + d]!;
+      // (All of them going on with c, as texts with a long common prefix do: no search.)
+      if (bytes[starts[lo]! + d] !== c || bytes[starts[hi - 1]! + d] !== c) {
+        lo = bound(bytes, starts, lo, hi, d, c, false);
+        hi = bound(bytes, starts, lo, hi, d, c, true);
+        if (lo === hi) return record ? count : d;
+      }
+    }
   }
 }
 
@@ -174,8 +139,6 @@ function bound(bytes: Uint8Array, starts: Uint32Array, lo: number, hi: number, d
   }
   return lo;
 }
-
-const pairKey = (bytes: Uint8Array, s: number) => (bytes[s]! << 8) | bytes[s + 1]!;
 
 function equalBytes(bytes: Uint8Array, a: number, b: number, length: number): boolean {
   for (let i = 0; i < length; i++) if (bytes[a + i] !== bytes[b + i]) return false;

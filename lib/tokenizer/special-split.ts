@@ -70,6 +70,7 @@ export class SpecialTokenSplitter {
   split(bytes: Uint8Array): Fragment[] {
     const n = bytes.length;
     if (n === 0) return [];
+    if (this.ids.length === 0) return [{ offset: 0, length: n }];
     // Per byte: 0 free, -1 taken by a token or dropped beside one, id + 1 where a token starts.
     let taken: Int32Array | undefined;
     /** Takes token `rank` at m unless that overlaps a taken byte; where its next occurrence may start. */
