@@ -280,12 +280,14 @@ export class Tokenizer {
 
   /**
    * A decoder for tokens that come one at a time: the pieces of llama_token_to_piece, the first
-   * one's leading space removed where the vocabulary adds one. (llama_detokenize's clean-up of
-   * spaces before punctuation needs the whole text and is not applied.)
+   * one's leading space removed where the vocabulary adds one, unless `continuation` (the ids go
+   * on from a text already shown, as a server streams what it generates after a prompt: llama.cpp
+   * gives each its piece as it is). (llama_detokenize's clean-up of spaces before punctuation
+   * needs the whole text and is not applied.)
    */
-  streamingDecoder(options: { unparseSpecial?: boolean } = {}): StreamingDecoder {
+  streamingDecoder(options: { unparseSpecial?: boolean; continuation?: boolean } = {}): StreamingDecoder {
     const text = new TextDecoder('utf-8', { ignoreBOM: true });
-    let first = this.vocab.addSpacePrefix;
+    let first = this.vocab.addSpacePrefix && options.continuation !== true;
     return {
       push: (...ids: number[]) => {
         let s = '';
