@@ -133,8 +133,8 @@ export class SpecialTokenSplitter {
     const n = bytes.length;
     const limit = this.maxOccurrences(n);
     const trie = this.trie;
-    let at: number[] = [];
-    let ranks: number[] = [];
+    const at: number[] = [];
+    const ranks: number[] = [];
     const first = this.firstBytes;
     for (let p = 0; p < n; p++) {
       if (first[bytes[p]!] === 0) continue;
@@ -152,8 +152,6 @@ export class SpecialTokenSplitter {
     const fill = byRank.slice(0, this.ids.length);
     const positions = new Int32Array(at.length);
     for (let k = 0; k < at.length; k++) positions[fill[ranks[k]!]!++] = at[k]!;
-    at = [];
-    ranks = [];
     return { byRank, positions };
   }
 }
