@@ -9,11 +9,16 @@
  * then by comparing on once a single text is left).
  */
 
+/** Bytes the constructor sorts by (the rest of a run that shares them is sorted when first walked). */
+const EAGER = 4;
+
 export class ByteTrie {
-  /** The sorted texts (of equal ones the last) and their values. */
+  /** The texts, sorted by their first EAGER bytes (fully, in runs once walked), and their values. */
   private readonly starts: Uint32Array;
   private readonly lengths: Uint32Array;
   private readonly values: Int32Array;
+  /** Runs equal in their first EAGER bytes, not yet sorted on: their end, at their start (else 0). */
+  private readonly pending: Int32Array;
   /** Sorted texts starting with byte c: [firstStart[c], firstStart[c + 1]). */
   private readonly firstStart: Int32Array;
   /** Matches of the last walk(): their lengths, shortest first, and values. */
@@ -21,8 +26,12 @@ export class ByteTrie {
   readonly matchValues: Int32Array;
 
   /**
-   * Texts bytes[starts[k], ends[k]) with values values[k]; of equal texts the later one is kept
+   * Texts bytes[starts[k], ends[k]) with values values[k]; of equal texts the later one is found
    * (as naive_trie::insert overwrites). Empty texts are never matched.
+   *
+   * Sorting a 250 K-token vocabulary in full takes a few hundred ms (its reads are all over the
+   * vocabulary); by its first bytes, in one pass over it and the engine's numeric sort, a tenth
+   * of that. Runs that share those bytes ('▁th...') are sorted when a text first reaches them.
    */
   constructor(
     private readonly bytes: Uint8Array,
@@ -30,29 +39,42 @@ export class ByteTrie {
     ends: ArrayLike<number>,
     values: ArrayLike<number>,
   ) {
-    const order = sortTexts(bytes, starts, ends);
-    const firstStart = new Int32Array(257);
-    const kept: number[] = [];
+    const count = starts.length;
+    // A double: the first EAGER bytes in base 257 (0 where the text has ended), then the index.
+    const indexScale = 2 ** Math.ceil(Math.log2(count + 1));
+    const keys: number[] = [];
     let longest = 0;
-    for (let i = 0; i < order.length; i++) {
-      const k = order[i]!;
+    for (let k = 0; k < count; k++) {
       const s = starts[k]!;
       const length = ends[k]! - s;
+      if (length <= 0) continue;
       if (length > longest) longest = length;
-      const next = i + 1 < order.length ? order[i + 1]! : -1;
-      if (next >= 0 && ends[next]! - starts[next]! === length && equalBytes(bytes, s, starts[next]!, length)) continue; // a later equal text follows
-      kept.push(k);
-      firstStart[bytes[s]! + 1]!++;
+      let key = 0;
+      for (let d = 0; d < EAGER; d++) key = key * 257 + (d < length ? bytes[s + d]! + 1 : 0);
+      keys.push(key * indexScale + k);
     }
-    for (let c = 1; c <= 256; c++) firstStart[c]! += firstStart[c - 1]!;
-    this.starts = new Uint32Array(kept.length);
-    this.lengths = new Uint32Array(kept.length);
-    this.values = new Int32Array(kept.length);
-    for (let i = 0; i < kept.length; i++) {
-      const k = kept[i]!;
+    const sorted = Float64Array.from(keys).sort();
+    const n = sorted.length;
+    this.starts = new Uint32Array(n);
+    this.lengths = new Uint32Array(n);
+    this.values = new Int32Array(n);
+    this.pending = new Int32Array(n);
+    const firstStart = new Int32Array(257);
+    for (let i = 0; i < n; i++) {
+      const k = sorted[i]! % indexScale;
       this.starts[i] = starts[k]!;
       this.lengths[i] = ends[k]! - starts[k]!;
       this.values[i] = values[k]!;
+      firstStart[bytes[starts[k]!]! + 1]!++;
+    }
+    for (let c = 1; c <= 256; c++) firstStart[c]! += firstStart[c - 1]!;
+    // Runs of the same first EAGER bytes, all of them that long (texts that end sooner are equal).
+    for (let i = 0; i < n; ) {
+      const key = Math.floor(sorted[i]! / indexScale);
+      let j = i + 1;
+      while (j < n && Math.floor(sorted[j]! / indexScale) === key) j++;
+      if (j - i > 1 && key % 257 !== 0) this.pending[i] = j;
+      i = j;
     }
     this.firstStart = firstStart;
     this.matchLengths = new Int32Array(longest + 1);
@@ -94,9 +116,12 @@ export class ByteTrie {
     let lo = this.firstStart[text[at]!]!;
     let hi = this.firstStart[text[at]! + 1]!;
     if (lo === hi) return 0;
-    // [lo, hi): the texts that start with text[at, at + d).
+    // [lo, hi): the texts that start with text[at, at + d), in order (shorter first).
     for (let d = 1; ; d++) {
+      if (d === EAGER && this.pending[lo] !== 0) this.sortRun(lo);
       if (lengths[lo] === d) {
+        // Of equal texts (in the order given), the last.
+        while (lo + 1 < hi && lengths[lo + 1] === d) lo++;
         if (record) {
           this.matchLengths[count] = d;
           this.matchValues[count++] = this.values[lo]!;
@@ -127,6 +152,22 @@ export class ByteTrie {
       }
     }
   }
+
+  /** Sorts the run that starts at `a` on its bytes past the first EAGER (a stable sort: equal texts keep their order). */
+  private sortRun(a: number): void {
+    const b = this.pending[a]!;
+    this.pending[a] = 0;
+    const order = sortTexts(this.bytes, this.starts, this.lengths, a, b, EAGER);
+    const s = this.starts.slice(a, b);
+    const l = this.lengths.slice(a, b);
+    const v = this.values.slice(a, b);
+    for (let i = 0; i < order.length; i++) {
+      const k = order[i]! - a;
+      this.starts[a + i] = s[k]!;
+      this.lengths[a + i] = l[k]!;
+      this.values[a + i] = v[k]!;
+    }
+  }
 }
 
 /** The first of the sorted texts [lo, hi) whose byte d is above c (`above`), or at least c. */
@@ -140,76 +181,62 @@ function bound(bytes: Uint8Array, starts: Uint32Array, lo: number, hi: number, d
   return lo;
 }
 
-function equalBytes(bytes: Uint8Array, a: number, b: number, length: number): boolean {
-  for (let i = 0; i < length; i++) if (bytes[a + i] !== bytes[b + i]) return false;
-  return true;
-}
-
 /**
- * The non-empty texts in byte order (a prefix first; equal texts by index), by their indexes. A
- * radix sort from the left with the engine's numeric sort: a few bytes at a time packed in a
- * double with the index, again on the next bytes for each run that is equal so far (a comparator
- * sort of a 250 K-token vocabulary took most of a second).
+ * Texts [a, b) (bytes[starts[i], starts[i] + lengths[i])), equal in their first `depth` bytes, in
+ * byte order (a prefix first; equal texts in the order they were): their indexes. A radix sort
+ * from the left, one byte a level, each run equal so far sorted again on its next byte, short
+ * runs by insertion.
  */
-function sortTexts(bytes: Uint8Array, starts: ArrayLike<number>, ends: ArrayLike<number>): Int32Array {
-  const all: number[] = [];
-  for (let k = 0; k < starts.length; k++) if (ends[k]! > starts[k]!) all.push(k);
-  const order = Int32Array.from(all);
-  const n = order.length;
-  // The index in the low bits; as many bytes (base 257: 0 where the text has ended) as fit above it in 53 bits.
-  const indexScale = 2 ** Math.ceil(Math.log2(starts.length + 1));
-  const digits = Math.max(1, Math.floor(Math.log(2 ** 53 / indexScale) / Math.log(257)));
-  const keys = new Float64Array(n);
-  const stack: number[] = [0, n, 0];
+function sortTexts(bytes: Uint8Array, starts: Uint32Array, lengths: Uint32Array, a0: number, b0: number, depth0: number): Int32Array {
+  const order = new Int32Array(b0 - a0);
+  for (let i = 0; i < order.length; i++) order[i] = a0 + i;
+  const scratch = new Int32Array(order.length);
+  // Per byte value + 1 (0: the text ends here), counts and then where each run goes.
+  const counts = new Int32Array(257);
+  const byteAt = (k: number, depth: number) => (depth < lengths[k]! ? bytes[starts[k]! + depth]! + 1 : 0);
+  const stack: number[] = [0, order.length, depth0];
   while (stack.length > 0) {
     const depth = stack.pop()!;
     const b = stack.pop()!;
     const a = stack.pop()!;
-    if (b - a <= 12) {
-      insertionSort(bytes, starts, ends, order, a, b, depth);
+    if (b - a <= 16) {
+      // Insertion sort, stable.
+      for (let i = a + 1; i < b; i++) {
+        const k = order[i]!;
+        let j = i;
+        while (j > a && before(bytes, starts, lengths, k, order[j - 1]!, depth)) {
+          order[j] = order[j - 1]!;
+          j--;
+        }
+        order[j] = k;
+      }
       continue;
+    }
+    counts.fill(0);
+    for (let i = a; i < b; i++) counts[byteAt(order[i]!, depth)]!++;
+    for (let c = 0, sum = a; c < 257; c++) {
+      const n = counts[c]!;
+      counts[c] = sum;
+      // Runs that go on past this byte; texts that end here are equal, already in order.
+      if (c > 0 && n > 1) stack.push(sum, sum + n, depth + 1);
+      sum += n;
     }
     for (let i = a; i < b; i++) {
       const k = order[i]!;
-      const s = starts[k]! + depth;
-      const left = ends[k]! - s;
-      let key = 0;
-      for (let d = 0; d < digits; d++) key = key * 257 + (d < left ? bytes[s + d]! + 1 : 0);
-      keys[i] = key * indexScale + k;
+      scratch[counts[byteAt(k, depth)]!++] = k;
     }
-    const run = keys.subarray(a, b);
-    run.sort();
-    for (let i = a; i < b; i++) order[i] = keys[i]! % indexScale;
-    // Runs equal in these bytes whose texts go on past them: sorted on the next bytes.
-    for (let i = a; i < b; ) {
-      const key = Math.floor(keys[i]! / indexScale);
-      let j = i + 1;
-      while (j < b && Math.floor(keys[j]! / indexScale) === key) j++;
-      if (j - i > 1 && key % 257 !== 0) stack.push(i, j, depth + digits);
-      i = j;
-    }
+    order.set(scratch.subarray(a, b), a);
   }
   return order;
 }
 
-/** A short run, equal in its first `depth` bytes, sorted by comparing the rest. */
-function insertionSort(bytes: Uint8Array, starts: ArrayLike<number>, ends: ArrayLike<number>, order: Int32Array, a: number, b: number, depth: number): void {
-  const before = (x: number, y: number): boolean => {
-    const sx = starts[x]!;
-    const sy = starts[y]!;
-    const lx = ends[x]! - sx;
-    const ly = ends[y]! - sy;
-    const l = Math.min(lx, ly);
-    for (let i = depth; i < l; i++) if (bytes[sx + i] !== bytes[sy + i]) return bytes[sx + i]! < bytes[sy + i]!;
-    return lx < ly || (lx === ly && x < y);
-  };
-  for (let i = a + 1; i < b; i++) {
-    const k = order[i]!;
-    let j = i;
-    while (j > a && before(k, order[j - 1]!)) {
-      order[j] = order[j - 1]!;
-      j--;
-    }
-    order[j] = k;
-  }
+/** Whether text x sorts strictly before text y, both equal in their first `depth` bytes. */
+function before(bytes: Uint8Array, starts: Uint32Array, lengths: Uint32Array, x: number, y: number, depth: number): boolean {
+  const sx = starts[x]!;
+  const sy = starts[y]!;
+  const lx = lengths[x]!;
+  const ly = lengths[y]!;
+  const l = Math.min(lx, ly);
+  for (let i = depth; i < l; i++) if (bytes[sx + i] !== bytes[sy + i]) return bytes[sx + i]! < bytes[sy + i]!;
+  return lx < ly;
 }
