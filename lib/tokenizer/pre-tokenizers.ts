@@ -12,6 +12,7 @@
  * whitespace past ASCII as 0x0B and \s meaning ASCII whitespace only (C's isspace).
  */
 import { afmoeDigits, kimiK2, type CustomSplit } from './custom-splits.js';
+import { digitGroupsFromEnd, trailingWhitespace } from './linear-splits.js';
 import { cptFlags, CATEGORIES, LETTER, MARK, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE } from './unicode.js';
 
 export interface PreFlags {
@@ -117,7 +118,9 @@ const TABLE: ReadonlyArray<readonly [readonly string[], string, readonly string[
   [['mellum2'], 'MELLUM2', R8, true, {}],
 ];
 
-interface CompiledRegex {
+export interface CompiledRegex {
+  /** The regex as llama.cpp writes it. */
+  readonly source: string;
   readonly re: RegExp;
   /** A split llama.cpp does in code for this regex (then `re` is unused). */
   readonly custom?: CustomSplit;
@@ -208,11 +211,18 @@ const CUSTOM: Record<string, CustomSplit> = {
   '\\d{1,3}(?=(?:\\d{3})*\\b)': afmoeDigits,
 };
 
-function compile(source: string): CompiledRegex {
-  const custom = CUSTOM[source];
-  if (custom !== undefined) return { re: /$^/, collapsed: true, custom };
-  if (usesCategories(source)) return { re: new RegExp(collapseRegex(source), 'g'), collapsed: true };
-  return { re: new RegExp(asciiWhitespace(source), 'gu'), collapsed: false };
+// Regexes V8 backtracks on quadratically, done in code with the same matches (linear-splits.ts).
+const LINEAR: Record<string, CustomSplit> = {
+  '\\s+$': trailingWhitespace,
+  '(?=(\\d{3})+(?!\\d))': digitGroupsFromEnd,
+};
+
+/** A pre-tokenizer regex as it runs; `linear: false` keeps a regex of LINEAR as a regex (tests compare the two). */
+export function compileRegex(source: string, { linear = true }: { linear?: boolean } = {}): CompiledRegex {
+  const custom = CUSTOM[source] ?? (linear ? LINEAR[source] : undefined);
+  if (custom !== undefined) return { source, re: /$^/, collapsed: true, custom };
+  if (usesCategories(source)) return { source, re: new RegExp(collapseRegex(source), 'g'), collapsed: true };
+  return { source, re: new RegExp(asciiWhitespace(source), 'gu'), collapsed: false };
 }
 
 const NOT_YET = new Set<string>();
@@ -227,7 +237,7 @@ export function preTokenizerOf(name: string): PreTokenizer | undefined {
   if (row !== undefined && !NOT_YET.has(row[1])) {
     const [, kind, sources, byteEncode, flags] = row;
     const { noBos, ...rest } = flags;
-    pre = { name, kind, regexes: sources.map(compile), byteEncode, flags: rest, noBos: noBos === true };
+    pre = { name, kind, regexes: sources.map((source) => compileRegex(source)), byteEncode, flags: rest, noBos: noBos === true };
   }
   made.set(name, pre);
   return pre;

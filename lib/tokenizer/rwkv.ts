@@ -1,4 +1,5 @@
 /** RWKV "world" vocabularies: escaped byte strings, tokenized by greedy longest match. */
+import { ByteTrie } from './byte-trie.js';
 import type { Vocabulary } from './vocab.js';
 
 /** A token's bytes with its escapes (\t \n \r \xHH \<c>) resolved. */
@@ -34,44 +35,47 @@ export function rwkvUnescape(text: Uint8Array): Uint8Array {
   return Uint8Array.from(out);
 }
 
-const tries = new WeakMap<Vocabulary, { index: Map<string, number>; maxLength: number }>();
+const tries = new WeakMap<Vocabulary, ByteTrie>();
 
-function trieOf(vocab: Vocabulary) {
-  let t = tries.get(vocab);
-  if (t === undefined) {
-    const index = new Map<string, number>();
-    let maxLength = 0;
+/** Every token's unescaped bytes, the last of equal ones kept (as llama.cpp's trie). */
+function trieOf(vocab: Vocabulary): ByteTrie {
+  let trie = tries.get(vocab);
+  if (trie === undefined) {
+    const texts: Uint8Array[] = [];
+    let total = 0;
     for (let id = 0; id < vocab.size; id++) {
       const bytes = rwkvUnescape(vocab.tokenBytes(id));
-      index.set(Buffer.from(bytes).toString('latin1'), id);
-      if (bytes.length > maxLength) maxLength = bytes.length;
+      texts.push(bytes);
+      total += bytes.length;
     }
-    t = { index, maxLength };
-    tries.set(vocab, t);
+    const all = new Uint8Array(total);
+    const starts = new Uint32Array(vocab.size);
+    const ends = new Uint32Array(vocab.size);
+    const ids = new Int32Array(vocab.size);
+    let at = 0;
+    for (let id = 0; id < vocab.size; id++) {
+      all.set(texts[id]!, at);
+      starts[id] = at;
+      at += texts[id]!.length;
+      ends[id] = at;
+      ids[id] = id;
+    }
+    trie = new ByteTrie(all, starts, ends, ids);
+    tries.set(vocab, trie);
   }
-  return t;
+  return trie;
 }
 
+/** Greedy longest match from the left; a byte no token starts with is an unknown token. */
 export function rwkvTokenize(vocab: Vocabulary, text: Uint8Array, output: number[]): void {
-  const { index, maxLength } = trieOf(vocab);
-  const latin = Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1');
-  let pos = 0;
-  while (pos < latin.length) {
-    let found = -1;
-    let length = 0;
-    for (let n = Math.min(maxLength, latin.length - pos); n >= 1; n--) {
-      const id = index.get(latin.slice(pos, pos + n));
-      if (id !== undefined) {
-        found = id;
-        length = n;
-        break;
-      }
-    }
-    if (found < 0) {
+  const trie = trieOf(vocab);
+  for (let pos = 0; pos < text.length; ) {
+    const length = trie.longest(text, pos, text.length);
+    if (length === 0) {
       output.push(vocab.special.unk);
       pos += 1;
     } else {
-      output.push(found);
+      output.push(trie.matchValues[0]!);
       pos += length;
     }
   }

@@ -7,15 +7,14 @@ import type { GgufMetadata } from '../file/metadata.js';
 import { BpeSession } from './bpe.js';
 import { decodeOffThread, encodeOffThread } from './async-tokenizer.js';
 import { rwkvTokenize, rwkvUnescape } from './rwkv.js';
+import { SpecialTokenSplitter, type Fragment } from './special-split.js';
 import { spmTokenize } from './spm.js';
 import { UgmSession } from './ugm.js';
 import { CPT_TO_BYTE, decodeCodepoints, putUtf8 } from './unicode.js';
 import {
   ATTR_BYTE,
   ATTR_CONTROL,
-  ATTR_LSTRIP,
   ATTR_NORMAL,
-  ATTR_RSTRIP,
   ATTR_UNKNOWN,
   ATTR_USER_DEFINED,
   TOKEN_TYPE_NAMES,
@@ -50,9 +49,6 @@ export interface StreamingDecoder {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 const SPACE_ESCAPE = [0xe2, 0x96, 0x81];
-const isSpace = (b: number) => b === 0x20 || (b >= 0x09 && b <= 0x0d);
-
-type Fragment = number | { offset: number; length: number };
 
 export class Tokenizer {
   private readonly vocab: Vocabulary;
@@ -218,58 +214,15 @@ export class Tokenizer {
     return id;
   }
 
+  /** Splitters of special and user-defined tokens: all of them (parseSpecial) or those neither control nor unknown. */
+  private splitters: [SpecialTokenSplitter | undefined, SpecialTokenSplitter | undefined] = [undefined, undefined];
+
   /** Splits special (and user-defined) token texts out of the text, longest token first (tokenizer_st_partition). */
   private partition(bytes: Uint8Array, parseSpecial: boolean): Fragment[] {
     const v = this.vocab;
-    let fragments: Fragment[] = [{ offset: 0, length: bytes.length }];
-    const haystack = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    // Which byte pairs the text has: a token whose first two bytes are not there is not searched
-    // for (vocabularies with thousands of user-defined tokens).
-    let pairs: Uint8Array | undefined;
-    let searched = 0;
-    for (const id of v.specialTokens) {
-      const attr = v.attr(id);
-      if (!parseSpecial && (attr & (ATTR_CONTROL | ATTR_UNKNOWN)) !== 0) continue;
-      const token = v.tokenBytes(id);
-      if (token.length === 0) continue;
-      if (token.length >= 2 && ++searched > 32) {
-        if (pairs === undefined) {
-          pairs = new Uint8Array(65536);
-          for (let i = 0; i + 1 < bytes.length; i++) pairs[(bytes[i]! << 8) | bytes[i + 1]!] = 1;
-        }
-        if (pairs[(token[0]! << 8) | token[1]!] === 0) continue;
-      }
-      if (haystack.indexOf(token) < 0) continue;
-      const next: Fragment[] = [];
-      for (const f of fragments) {
-        if (typeof f === 'number') {
-          next.push(f);
-          continue;
-        }
-        let pos = f.offset;
-        const end = f.offset + f.length;
-        for (;;) {
-          const m = haystack.indexOf(token, pos);
-          if (m < 0 || m + token.length > end) {
-            if (pos < end) next.push({ offset: pos, length: end - pos });
-            break;
-          }
-          if (m > pos) {
-            let leftLength = m - pos;
-            if (attr & ATTR_LSTRIP) while (leftLength > 0 && isSpace(bytes[pos + leftLength - 1]!)) leftLength--;
-            if (leftLength > 0) next.push({ offset: pos, length: leftLength });
-          }
-          next.push(id);
-          let right = m + token.length;
-          if (right >= end) break;
-          if (attr & ATTR_RSTRIP) while (right < end && isSpace(bytes[right]!)) right++;
-          pos = right;
-          if (pos >= end) break;
-        }
-      }
-      fragments = next;
-    }
-    return fragments;
+    const k = parseSpecial ? 1 : 0;
+    this.splitters[k] ??= new SpecialTokenSplitter(parseSpecial ? v.specialTokens : v.specialTokens.filter((id) => (v.attr(id) & (ATTR_CONTROL | ATTR_UNKNOWN)) === 0), v);
+    return this.splitters[k].split(bytes);
   }
 
   /** The bytes of a token's piece (llama_token_to_piece with lstrip 0): control and unknown tokens are empty unless `special`. */
@@ -341,12 +294,14 @@ export class Tokenizer {
 
   /**
    * A decoder for tokens that come one at a time: the pieces of llama_token_to_piece, the first
-   * one's leading space removed where the vocabulary adds one. (llama_detokenize's clean-up of
-   * spaces before punctuation needs the whole text and is not applied.)
+   * one's leading space removed where the vocabulary adds one, unless `continuation` (the ids go
+   * on from a text already shown, as a server streams what it generates after a prompt: llama.cpp
+   * gives each its piece as it is). (llama_detokenize's clean-up of spaces before punctuation
+   * needs the whole text and is not applied.)
    */
-  streamingDecoder(options: { unparseSpecial?: boolean } = {}): StreamingDecoder {
+  streamingDecoder(options: { unparseSpecial?: boolean; continuation?: boolean } = {}): StreamingDecoder {
     const text = new TextDecoder('utf-8', { ignoreBOM: true });
-    let first = this.vocab.addSpacePrefix;
+    let first = this.vocab.addSpacePrefix && options.continuation !== true;
     return {
       push: (...ids: number[]) => {
         let s = '';

@@ -5,6 +5,7 @@
  * score minus 10, and runs of them become one unknown token.
  */
 import { GgufError } from '../errors.js';
+import { ByteTrie } from './byte-trie.js';
 import { utf8Length } from './unicode.js';
 import { ATTR_NORMAL, ATTR_UNUSED, ATTR_USER_DEFINED, type Vocabulary } from './vocab.js';
 
@@ -14,30 +15,27 @@ export class UgmSession {
   private readonly unknownScore: number;
   private readonly xcda: Uint32Array | undefined;
   private readonly replacements: Uint8Array | undefined;
-  private readonly maxUserDefined: number;
-  /** The longest candidate token starting with each two bytes (lookups stop there). */
-  private readonly longestFrom: Uint16Array;
+  /** Normal, user-defined and unused tokens (llama.cpp's token_matcher). */
+  private readonly tokens: ByteTrie;
+  /** User-defined tokens (its user_defined_token_matcher), or undefined if there are none. */
+  private readonly userDefined: ByteTrie | undefined;
 
   constructor(private readonly vocab: Vocabulary) {
     let min = Number.MAX_VALUE;
-    let maxUser = 0;
-    const longest = new Uint16Array(65536);
+    const trieIds: number[] = [];
+    const userIds: number[] = [];
     for (let id = 0; id < vocab.size; id++) {
       const a = vocab.attr(id);
-      const start = vocab.starts[id]!;
-      const length = vocab.ends[id]! - start;
-      if (length >= 2) {
-        const k = (vocab.bytes[start]! << 8) | vocab.bytes[start + 1]!;
-        longest[k] = Math.max(longest[k]!, Math.min(length, 0xffff));
-      }
       if (a & ATTR_NORMAL) min = Math.min(min, Math.fround(vocab.score(id)));
-      if (a & ATTR_USER_DEFINED) maxUser = Math.max(maxUser, vocab.ends[id]! - vocab.starts[id]!);
+      if (a & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)) trieIds.push(id);
+      if (a & ATTR_USER_DEFINED) userIds.push(id);
     }
     // FLT_MAX when there is no normal token, as llama.cpp's float.
     if (min === Number.MAX_VALUE) min = 3.4028234663852886e38;
     this.unknownScore = Math.fround(min - 10);
-    this.maxUserDefined = maxUser;
-    this.longestFrom = longest;
+    const trieOf = (ids: number[]) => new ByteTrie(vocab.bytes, ids.map((id) => vocab.starts[id]!), ids.map((id) => vocab.ends[id]!), ids);
+    this.tokens = trieOf(trieIds);
+    this.userDefined = userIds.length === 0 ? undefined : trieOf(userIds);
     const map = vocab.charsmap;
     if (map !== undefined && map.length > 0) {
       if (map.length < 4) throw new GgufError('UNSUPPORTED_TOKENIZER', 'precompiled_charsmap too small for its header', 0);
@@ -52,10 +50,6 @@ export class UgmSession {
     }
   }
 
-  private isTrieToken(id: number): boolean {
-    return (this.vocab.attr(id) & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)) !== 0;
-  }
-
   tokenize(text: Uint8Array, output: number[]): void {
     const vocab = this.vocab;
     const norm = this.normalize(text);
@@ -66,16 +60,16 @@ export class UgmSession {
     const bestFrom = new Int32Array(n + 1);
     const bestScore = new Float64Array(n + 1).fill(-Number.MAX_VALUE);
     bestScore[0] = 0;
-    const maxLength = vocab.maxTokenLength;
+    const trie = this.tokens;
     for (let at = 0; at < n; ) {
       const charLength = Math.min(utf8Length(norm[at]!), n - at);
       let singleFound = false;
       const base = bestScore[at]!;
-      // Single-byte tokens, then only as long as a token with these first two bytes goes.
-      const limit = at + 1 < n ? Math.min(n, at + Math.max(1, Math.min(maxLength, this.longestFrom[(norm[at]! << 8) | norm[at + 1]!]!))) : Math.min(n, at + maxLength);
-      for (let end = at + 1; end <= limit; end++) {
-        const id = vocab.find(norm, at, end);
-        if (id < 0 || !this.isTrieToken(id)) continue;
+      // The tokens that begin here, shortest first.
+      const count = trie.walk(norm, at, n);
+      for (let k = 0; k < count; k++) {
+        const end = at + trie.matchLengths[k]!;
+        const id = trie.matchValues[k]!;
         if (end - at === charLength) singleFound = true;
         const score = vocab.attr(id) & ATTR_USER_DEFINED ? 0 : Math.fround(vocab.score(id));
         const challenger = base + score;
@@ -141,10 +135,11 @@ export class UgmSession {
   }
 
   private normalizePrefix(input: Uint8Array, at: number): { bytes: Uint8Array; consumed: number } {
-    // A user-defined token is kept as it is (longest first).
-    for (let n = Math.min(this.maxUserDefined, input.length - at); n > 0; n--) {
-      const id = this.vocab.find(input, at, at + n);
-      if (id >= 0 && this.vocab.attr(id) & ATTR_USER_DEFINED) return { bytes: input.subarray(at, at + n), consumed: n };
+    // A user-defined token is kept as it is: as far as the text goes along one, as llama.cpp
+    // does (its get_longest_prefix stops at the deepest node, a whole token or not).
+    if (this.userDefined !== undefined) {
+      const n = this.userDefined.deepest(input, at, input.length);
+      if (n > 0) return { bytes: input.subarray(at, at + n), consumed: n };
     }
     const xcda = this.xcda;
     if (xcda !== undefined) {
