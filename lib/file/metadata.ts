@@ -197,6 +197,11 @@ export class GgufMetadata implements Iterable<[string, GgufValue]> {
   ) {
     this.byKey = new Map(records.map((r) => [r.key, r]));
   }
+  /** Whether the header's bytes are gone (the file was closed): views into them read zeros. @internal */
+  headerGone(): boolean {
+    return this.file.closed();
+  }
+
 
   get size(): number {
     return this.byKey.size;

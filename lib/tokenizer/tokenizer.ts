@@ -55,9 +55,18 @@ export class Tokenizer {
   private bpe: BpeSession | undefined;
   private ugm: UgmSession | undefined;
 
+  /** Whether the file's header is gone (closed): the vocabulary's texts, types and scores lie in it. */
+  private readonly headerGone: () => boolean;
+
   /** @internal Made by GgufFile.tokenizer(). */
   constructor(metadata: GgufMetadata, modelName = 'model') {
     this.vocab = new Vocabulary(metadata, modelName);
+    this.headerGone = () => metadata.headerGone();
+  }
+
+  /** CLOSED once the file is closed: its pages read as zeros, and ids or text made from them would be wrong. */
+  private checkOpen(): void {
+    if (this.headerGone()) throw new GgufError('CLOSED', "tokenizer used after its file was closed (the vocabulary is read from the file's header)", 0);
   }
 
   /** 'SPM', 'BPE', 'WPM', 'UGM' or 'RWKV' (llama.cpp's vocabulary types). */
@@ -103,6 +112,7 @@ export class Tokenizer {
 
   /** The token's type from tokenizer.ggml.token_type, as llama.cpp adjusts it. */
   tokenType(id: number): TokenTypeName {
+    this.checkOpen();
     this.check(id);
     const a = this.vocab.attr(id);
     if (a & ATTR_UNKNOWN) return 'unknown';
@@ -116,11 +126,13 @@ export class Tokenizer {
 
   /** The id of the token whose text is exactly `text`, or undefined. */
   tokenId(text: string): number | undefined {
+    this.checkOpen();
     return this.vocab.tokenId(text);
   }
 
   /** The token's text as stored in the vocabulary (e.g. 'Ġthe', '▁the', '<0x0A>'). */
   tokenText(id: number): string {
+    this.checkOpen();
     this.check(id);
     return decoder.decode(this.vocab.tokenBytes(id));
   }
@@ -131,6 +143,7 @@ export class Tokenizer {
 
   /** Token ids of a text, exactly as llama_tokenize(vocab, text, addSpecial, parseSpecial). */
   encode(text: string, options: EncodeOptions = {}): Int32Array {
+    this.checkOpen();
     const addSpecial = options.addSpecial ?? true;
     const parseSpecial = options.parseSpecial ?? false;
     if (typeof text !== 'string') throw new TypeError('encode: text must be a string');
@@ -227,6 +240,7 @@ export class Tokenizer {
 
   /** The bytes of a token's piece (llama_token_to_piece with lstrip 0): control and unknown tokens are empty unless `special`. */
   pieceBytes(id: number, options: { special?: boolean } = {}): Uint8Array {
+    this.checkOpen();
     this.check(id);
     return this.piece(id, options.special ?? true);
   }
@@ -256,6 +270,7 @@ export class Tokenizer {
 
   /** The bytes of llama_detokenize(ids, removeSpecial, unparseSpecial). */
   decodeBytes(ids: ArrayLike<number>, options: DecodeOptions = {}): Uint8Array {
+    this.checkOpen();
     const v = this.vocab;
     const removeSpecial = options.removeSpecial ?? false;
     const unparseSpecial = options.unparseSpecial ?? false;
@@ -304,6 +319,7 @@ export class Tokenizer {
     let first = this.vocab.addSpacePrefix && options.continuation !== true;
     return {
       push: (...ids: number[]) => {
+        this.checkOpen();
         let s = '';
         for (const id of ids) {
           this.check(id);

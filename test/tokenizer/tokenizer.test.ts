@@ -1,5 +1,6 @@
 // The tokenizer on small vocabularies made here: the API, the kinds of files it opens, and
 // vocabularies that try to break it.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, GgufError, openGguf, openGgufRemote, parseGguf, writeGgufSplit, type GgufWriteSpec, type GgufWriteValue } from '../../lib/index.js';
@@ -172,7 +173,6 @@ describe('every kind of file', () => {
   it('mapped or read (as GGUF_MMAP_MODE says), split, and remote (the header alone)', async () => {
     const dir = tempDir();
     const path = join(dir, 'm.gguf');
-    const { writeFileSync } = await import('node:fs');
     writeFileSync(path, bytes);
     using local = openGguf(path);
     expect(Array.from(local.tokenizer().encode('hello world é'))).toEqual(expected);
@@ -187,5 +187,25 @@ describe('every kind of file', () => {
     expect(Array.from(remote.tokenizer().encode('hello world é'))).toEqual(expected);
     expect(imitation.hub.log.filter((r) => r.server === 'cdn').length).toBe(1);
     remote.close();
+  });
+
+  it('after close() every call that reads the vocabulary is CLOSED, not ids or text made of zeroed pages', () => {
+    const path = join(tempDir(), 'closed.gguf');
+    writeFileSync(path, bytes);
+    const file = openGguf(path);
+    const tok = file.tokenizer();
+    const ids = tok.encode('hello world');
+    const stream = tok.streamingDecoder();
+    expect(tok.decode(ids).trim()).toBe('hello world');
+    file.close();
+    const closed = expect.objectContaining({ code: 'CLOSED' }) as GgufError;
+    expect(() => tok.encode('hello world')).toThrowError(closed);
+    expect(() => tok.decode(ids)).toThrowError(closed);
+    expect(() => tok.decodeBytes(ids)).toThrowError(closed);
+    expect(() => tok.tokenToPiece(ids[1]!)).toThrowError(closed);
+    expect(() => tok.tokenText(ids[1]!)).toThrowError(closed);
+    expect(() => tok.tokenType(ids[1]!)).toThrowError(closed);
+    expect(() => tok.tokenId('hello')).toThrowError(closed);
+    expect(() => stream.push(ids[1]!)).toThrowError(closed);
   });
 });
