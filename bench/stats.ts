@@ -7,3 +7,14 @@ export function median(values: readonly number[]): number {
 export function quantile(values: readonly number[], q: number): number {
   return [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
 }
+
+/** The median milliseconds of `rounds` calls of fn. */
+export function medianTime(fn: () => void, rounds: number): number {
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const start = performance.now();
+    fn();
+    times.push(performance.now() - start);
+  }
+  return median(times);
+}

@@ -13,7 +13,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { existsSync } from 'node:fs';
 import { encodeGguf, openGguf, type Tokenizer } from '../lib/index.js';
 import { tinyllamaShapedSpec } from '../scripts/tinyllama-shape.js';
-import { median } from './stats.js';
+import { median, medianTime } from './stats.js';
 
 /** Mixed text (scripts, code, numbers, emoji) of `bytes` UTF-8 bytes or a little more, the same on every run. */
 function mixedText(bytes: number): string {
@@ -63,15 +63,6 @@ async function stallOf<T>(call: () => Promise<T>): Promise<{ value: T; ms: numbe
   return { value, ms, gapMs: gap, delayMs: histogram.max / 1e6, busyMs };
 }
 
-function timeSync(fn: () => void, rounds: number): number {
-  const times: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const start = performance.now();
-    fn();
-    times.push(performance.now() - start);
-  }
-  return median(times);
-}
 
 async function timeAsync(fn: () => Promise<unknown>, rounds: number): Promise<number> {
   const times: number[] = [];
@@ -120,15 +111,15 @@ async function main(): Promise<void> {
       encodeAsyncMs = enc.ms;
     }
     const dec = await stallOf(() => tok.decodeAsync(ids));
-    const syncEncode = timeSync(() => tok.encode(big), 1);
-    const syncDecode = timeSync(() => tok.decode(ids), 1);
+    const syncEncode = medianTime(() => tok.encode(big), 1);
+    const syncDecode = medianTime(() => tok.decode(ids), 1);
     console.log(`  4 MB encodeAsync: ${ms(encodeAsyncMs)} ms; the event loop's longest stall ${stalls.map(ms).join(', ')} ms (3 runs), the loop busy ${busy.map(ms).join(', ')} ms in all; encode stalls it ${ms(syncEncode)} ms`);
     console.log(`  4 MB decodeAsync (${ids.length} ids): ${ms(dec.ms)} ms; longest stall ${ms(dec.gapMs)} ms, busy ${ms(dec.busyMs)} ms in all; decode stalls it ${ms(syncDecode)} ms`);
 
     console.log('  size     encode      encodeAsync (warm)');
     for (const [label, bytes, rounds] of [['100 B', 100, 200], ['10 KB', 10_000, 50], ['4 MB', 4 << 20, 2]] as const) {
       const text = bytes === 4 << 20 ? big : mixedText(bytes);
-      const sync = timeSync(() => tok.encode(text), rounds);
+      const sync = medianTime(() => tok.encode(text), rounds);
       const async = await timeAsync(() => tok.encodeAsync(text), rounds);
       console.log(`  ${label.padEnd(7)}  ${ms(sync).padStart(7)} ms  ${ms(async).padStart(7)} ms (${(async / sync).toFixed(2)}x)`);
     }
@@ -136,7 +127,7 @@ async function main(): Promise<void> {
     // 32 calls at once, each a different 100 KB text.
     const texts = Array.from({ length: 32 }, (_, i) => `${i} ${mixedText(100_000 + i)}`);
     const total = texts.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6;
-    const sequential = timeSync(() => texts.forEach((t) => tok.encode(t)), 1);
+    const sequential = medianTime(() => texts.forEach((t) => tok.encode(t)), 1);
     const concurrent = await stallOf(() => Promise.all(texts.map((t) => tok.encodeAsync(t))));
     console.log(
       `  32 concurrent encodeAsync of 100 KB: ${ms(concurrent.ms)} ms, ${(total / (concurrent.ms / 1000)).toFixed(2)} MB/s ` +

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openGguf, writeGgufFile, type GgufWriteValue } from '../lib/index.js';
-import { median } from './stats.js';
+import { median, medianTime } from './stats.js';
 
 const DEPS = process.env.GGUF_MMAP_BENCH_DEPS ?? '/work/nlc';
 const require = createRequire(join(DEPS, 'package.json'));
@@ -109,15 +109,6 @@ function readyChild(path: string): void {
   process.stdout.write(JSON.stringify({ ms, heap, buffers, vocab: tok.vocabSize }));
 }
 
-function time(fn: () => void, rounds: number): number {
-  const times: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const start = performance.now();
-    fn();
-    times.push(performance.now() - start);
-  }
-  return median(times);
-}
 
 async function main(): Promise<void> {
   if (process.argv[2] === '--ready-child') return readyChild(process.argv[3]!);
@@ -147,7 +138,7 @@ async function main(): Promise<void> {
     const buffers = median(readies.map((r) => r.buffers));
     const tok = openGguf(gguf).tokenizer();
     let ids = tok.encode(text, { addSpecial: false });
-    const ours = time(() => (ids = tok.encode(text, { addSpecial: false })), 5);
+    const ours = medianTime(() => (ids = tok.encode(text, { addSpecial: false })), 5);
     console.log(`\ntokenizer (Llama 3 vocabulary, ${tok.vocabSize.toLocaleString('en-US')} tokens):`);
     console.log(`  gguf-mmap   ready ${ready.toFixed(1)} ms (target under 20 ms on Node 20: ${ready <= 20 ? 'met' : 'not met'}), memory of the ready tokenizer: JS heap ${(heap / 1e6).toFixed(1)} MB + typed arrays ${(buffers / 1e6).toFixed(1)} MB (token strings stay in the mapped header)`);
     console.log(`  gguf-mmap   ${mb.toFixed(2)} MB of mixed text: ${ours.toFixed(0)} ms, ${(mb / (ours / 1000)).toFixed(2)} MB/s, ${ids.length.toLocaleString('en-US')} tokens`);
@@ -163,7 +154,7 @@ async function main(): Promise<void> {
       hf.encode('Hello world');
       const hfReady = performance.now() - start;
       let hfIds: number[] = [];
-      const hfTime = time(() => (hfIds = hf.encode(text, { add_special_tokens: false }).ids), 3);
+      const hfTime = medianTime(() => (hfIds = hf.encode(text, { add_special_tokens: false }).ids), 3);
       const same = hfIds.length === ids.length && hfIds.every((x, i) => x === ids[i]);
       console.log(`  @huggingface/tokenizers ready ${hfReady.toFixed(0)} ms (${(hfReady / ready).toFixed(0)}x ours), encode ${hfTime.toFixed(0)} ms: ours is ${(hfTime / ours).toFixed(2)}x its throughput (target at least 2x: ${hfTime / ours >= 2 ? 'met' : 'not met'}); same ids: ${same}`);
     }
@@ -177,7 +168,7 @@ async function main(): Promise<void> {
       const model = await llama.loadModel({ modelPath: gguf, vocabOnly: true });
       const cppReady = performance.now() - start;
       let cppIds: number[] = [];
-      const cppTime = time(() => (cppIds = Array.from(model.tokenize(text, false))), 3);
+      const cppTime = medianTime(() => (cppIds = Array.from(model.tokenize(text, false))), 3);
       const same = cppIds.length === ids.length && cppIds.every((x, i) => x === ids[i]);
       console.log(`  llama.cpp   load ${cppReady.toFixed(0)} ms (${(cppReady / ready).toFixed(0)}x our ready), llama_tokenize ${cppTime.toFixed(0)} ms: ours takes ${(ours / cppTime).toFixed(2)}x its time; same ids: ${same}`);
       await model.dispose();
