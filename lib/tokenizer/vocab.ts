@@ -94,7 +94,8 @@ export class Vocabulary {
    * merge: the largest index of a vocabulary (280k merges in Llama 3's), and an encode whose words
    * are all whole tokens never needs it.
    */
-  private merges: ByteIndex | RawStringArray | undefined;
+  private merges: ByteIndex | undefined;
+  private mergeStrings: RawStringArray | undefined;
   /** Control, user-defined and unknown tokens, longest text first (llama.cpp's cache_special_tokens). */
   readonly specialTokens: Int32Array;
   readonly charsmap: Uint8Array | undefined;
@@ -195,7 +196,7 @@ export class Vocabulary {
       if (merges === undefined) {
         if (pre !== 'kimi-k2') throw unsupported('no tokenizer.ggml.merges for a BPE vocabulary');
       } else {
-        this.merges = merges;
+        this.mergeStrings = merges;
       }
     }
     if (type === 'UGM') {
@@ -369,12 +370,17 @@ export class Vocabulary {
     return id < 0 ? undefined : id;
   }
 
+  private buildMerges(): ByteIndex | undefined {
+    const strings = this.mergeStrings;
+    if (strings === undefined) return undefined;
+    this.mergeStrings = undefined;
+    return (this.merges = ByteIndex.ofStrings(strings.raw, strings.count, false));
+  }
+
   /** The rank of merging the two byte ranges (bytes "left right" at [start, end) of `source`), or -1. */
   mergeRank(source: Uint8Array, start: number, end: number): number {
-    let merges = this.merges;
-    if (merges === undefined) return -1;
-    if (!(merges instanceof ByteIndex)) this.merges = merges = ByteIndex.ofStrings(merges.raw, merges.count, false);
-    return merges.find(source, start, end);
+    const merges = this.merges ?? this.buildMerges();
+    return merges === undefined ? -1 : merges.find(source, start, end);
   }
 
   private byteTokens: Int32Array | undefined;
