@@ -28,7 +28,8 @@ describe('gguf-mmap COMMAND --help, and usage errors', () => {
       expect(r.stdout.length, command).toBeLessThan(whole.length / 2);
       expect(cli('help', command).stdout).toBe(r.stdout);
     }
-  });
+    // Two processes a command: under wine each start takes seconds.
+  }, 240_000);
 
   it('every option docs/cli.md lists for a command is in that command\'s --help (the two cannot drift apart)', () => {
     const doc = readFileSync(join(import.meta.dirname, '../../docs/cli.md'), 'utf8');
