@@ -1,4 +1,7 @@
+import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
+
+const LIB = fileURLToPath(new URL('./lib/', import.meta.url));
 
 // Under wine (scripts/windows-smoke.sh runs the suite with the Windows node.exe) fetch cannot
 // reach a local server (undici's connect fails with UNKNOWN under wine 8, while node:http
@@ -19,6 +22,20 @@ const needsFetch = [
 if (underWine) console.log(`under wine: not running ${needsFetch.join(', ')} (fetch cannot connect under wine 8)`);
 
 export default defineConfig({
+  // The package's imports map (package.json) names the compiled twins in dist/: what dist/ imports
+  // (tests that load the compiled package) gets those; the sources get Node's twins as sources
+  // (lib/platform/README.md).
+  plugins: [
+    {
+      name: 'gguf-mmap-platform-sources',
+      enforce: 'pre',
+      resolveId(source: string, importer: string | undefined) {
+        const twin = /^#platform\/([a-z-]+)$/.exec(source);
+        if (twin === null || importer === undefined || !importer.startsWith(LIB)) return null;
+        return `${LIB}platform/node/${twin[1]}.ts`;
+      },
+    },
+  ],
   test: {
     include: ['test/**/*.test.ts'],
     exclude: [...configDefaults.exclude, ...(underWine ? needsFetch : [])],

@@ -42,6 +42,7 @@ export {
   type DequantizeAsyncOptions,
 } from './dequant/dequantize.js';
 export { openGgufRemote, type OpenRemoteOptions } from './remote/open-remote.js';
+export { openGgufBlob, type OpenBlobOptions } from './file/open-blob.js';
 export type { RemoteOptions } from './remote/range-client.js';
 export { pullModel, type PullOptions, type PulledModel } from './cache/pull.js';
 export { hubCacheDir, listCache, type CachedRepo } from './cache/hf-cache.js';

@@ -3,6 +3,7 @@ import { extname, isAbsolute, join, toNamespacedPath } from 'node:path';
 import { GgufError } from './errors.js';
 import { toFilePath } from './file/path.js';
 import { packageRoot } from './package-root.js';
+import { walkStringsJs } from './format/walk-strings.js';
 
 /** Device, inode, size and mtime in nanoseconds, as decimal strings (they may not fit a double). */
 export interface FileIdentity {
@@ -352,21 +353,7 @@ export function useHugePageAdvice(on: boolean): void {
 export function walkStrings(view: DataView, pos: number, count: number, width: number, littleEndian: boolean): number {
   const native = optionalAddon();
   if (native !== undefined) return native.skipStrings(view, pos, count, width, littleEndian);
-  const limit = view.byteLength;
-  for (let i = 0; i < count; i++) {
-    if (pos + width > limit) return -1 - pos;
-    let length: number;
-    if (width === 4) {
-      length = view.getUint32(pos, littleEndian);
-    } else {
-      const high = view.getUint32(littleEndian ? pos + 4 : pos, littleEndian);
-      if (high >= 0x200000) return -1 - pos;
-      length = high * 0x100000000 + view.getUint32(littleEndian ? pos : pos + 4, littleEndian);
-    }
-    if (length > limit - pos - width) return -1 - pos;
-    pos += width + length;
-  }
-  return pos;
+  return walkStringsJs(view, pos, count, width, littleEndian);
 }
 
 /**

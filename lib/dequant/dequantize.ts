@@ -1,9 +1,11 @@
-import { constants as bufferConstants } from 'node:buffer';
-import { availableParallelism } from 'node:os';
+import { bufferConstants } from '#platform/buffer';
+import { availableParallelism } from '#platform/os';
+import { nextTurn } from '#platform/turn';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById, ggmlTypeByName, type GgmlType } from '../format/ggml-types.js';
 import { swapBlockFields } from '../format/byte-order.js';
-import { addon, addonUnavailableReason, optionalAddon, type NativeDequantJob } from '../native.js';
+import { addon, addonUnavailableReason, optionalAddon } from '#platform/native';
+import type { NativeDequantJob } from '../native.js';
 import { checkBuffer, checkBufferPages } from '../file/source.js';
 import type { BlockKernel } from './kernel.js';
 import { TS_KERNELS } from './kernels.js';
@@ -441,7 +443,7 @@ export async function gatherRowsAsyncAt(
   const perSlice = Math.max(1, Math.floor(JS_SLICE_BYTES / rowBytes));
   for (let i = 0; i < ids.length; i++) {
     if (i > 0 && i % perSlice === 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       p.check();
     }
     const start = ids[i]! * rowBytes;
@@ -477,7 +479,7 @@ async function scriptAsync(
   const slice = Math.max(1, Math.floor(JS_SLICE_BYTES / typeSize));
   for (let first = 0; first < p.nblocks; first += slice) {
     if (first > 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       p.check();
     }
     const count = Math.min(slice, p.nblocks - first);

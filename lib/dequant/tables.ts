@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from '../package-root.js';
+import { assetPath, readAsset } from '#platform/assets';
 
 /**
  * ggml's lookup tables for the IQ, IQ4 and FP4 types, shipped as raw little-endian files in
@@ -28,14 +26,15 @@ export const KERNEL_TABLES: readonly TableName[] = ['kvalues_iq4nl', 'kvalues_fp
 const loaded = new Map<TableName, Uint8Array>();
 
 export function tablePath(name: TableName): string {
-  return join(packageRoot(), 'data', 'tables', TABLE_FILES[name]);
+  return assetPath(`data/tables/${TABLE_FILES[name]}`);
 }
 
 /** A table's bytes, read once. */
 export function tableBytes(name: TableName): Uint8Array {
   let bytes = loaded.get(name);
   if (bytes === undefined) {
-    bytes = new Uint8Array(readFileSync(tablePath(name)));
+    bytes = readAsset(`data/tables/${TABLE_FILES[name]}`);
+    if (bytes === undefined) throw new Error(`gguf-mmap: ${tablePath(name)} is missing`);
     loaded.set(name, bytes);
   }
   return bytes;

@@ -1,7 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { assetPath, readAsset } from '#platform/assets';
 import type { GgmlType } from '../format/ggml-types.js';
-import { packageRoot } from '../package-root.js';
 import { KERNEL_TABLES, tableBytes } from './tables.js';
 
 /**
@@ -65,19 +63,19 @@ let unavailable: string | undefined;
 
 /** Where the package keeps the module. */
 export function wasmPath(): string {
-  return join(packageRoot(), 'wasm', 'dequant.wasm');
+  return assetPath('wasm/dequant.wasm');
 }
 
 function load(): WasmKernels | undefined {
   if (kernels !== undefined || unavailable !== undefined) return kernels;
   const path = wasmPath();
   try {
-    // (existsSync can throw too: Deno without read permission for the file.)
-    if (!existsSync(path)) {
+    const bytes = readAsset('wasm/dequant.wasm');
+    if (bytes === undefined) {
       unavailable = `${path} is missing (npm run build:wasm)`;
       return undefined;
     }
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(path)), WASI_STUBS);
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), WASI_STUBS);
     const exports = instance.exports as unknown as WasmExports;
     exports._initialize();
     for (const name of KERNEL_TABLES) {

@@ -1,6 +1,6 @@
 import type { GgufFile } from '../file/gguf-file.js';
 import { estimateCompute, graphModelled } from './compute.js';
-import { hostCpuFeatures } from './cpu-features.js';
+import { hostCpuFeatures } from '#platform/cpu-features';
 import { contextGeometry, type KvCacheEstimate } from './context-geometry.js';
 import { estimateKvCache } from './kv-cache.js';
 import { readModelShape, type ModelShape } from './model-shape.js';

@@ -4,18 +4,21 @@ import { readHyperparameters, type ModelHyperparameters } from './hyperparameter
 import { GgufError } from '../errors.js';
 import { parseLayout, type GgufLayout, type ParseLimits } from '../format/parse.js';
 import type { TensorTable } from '../format/tensor-table.js';
-import { addonFix, addonUnavailableReason, canMap, type PageAdvice } from '../native.js';
+import { addonFix, addonUnavailableReason, canMap } from '#platform/native';
+import type { PageAdvice } from '../native.js';
 import { PageCache, type PrefetchOptions, type TensorSelection } from './page-cache.js';
-import { ReadSource } from './read-source.js';
+import { ReadSource } from '#platform/read-source';
 import { MappedSource, MemorySource, type ByteSource } from './source.js';
-import { toFilePath } from './path.js';
+import { BlobSource } from './blob-source.js';
+import { toFilePath } from '#platform/path';
 import { GgufTensor } from './tensor.js';
 import { checkNotAPart, checkSplitSet, partMissing, splitSetOf } from './split.js';
-import { verifySource, type VerifyOptions } from './verify.js';
+import { verifySource } from '#platform/verify';
+import type { VerifyOptions } from './verify.js';
 import { applyChatTemplate, chatTemplateTokens, type ApplyChatTemplateOptions } from '../chat/apply.js';
 import type { ChatMessage } from '../chat/render.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
-import { registerVocabularySource } from '../tokenizer/async-tokenizer.js';
+import { registerVocabularySource } from '#platform/async-tokenizer';
 
 /**
  * How a file's bytes are reached: 'mmap' maps it (views of the file, no copies; needs the addon);
@@ -220,10 +223,12 @@ export class GgufFile implements Disposable {
 
   /**
    * 'mmap' (views of a mapping), 'read' (copies read with fs), 'memory' (parseGguf: views of the
-   * caller's bytes) or 'remote' (openGgufRemote: tensor bytes fetched on demand).
+   * caller's bytes), 'remote' (openGgufRemote: tensor bytes fetched on demand) or 'blob'
+   * (openGgufBlob: tensor bytes read from the Blob on demand).
    */
-  get mode(): OpenMode | 'memory' | 'remote' {
+  get mode(): OpenMode | 'memory' | 'remote' | 'blob' {
     const source = this.source;
+    if (source instanceof BlobSource) return 'blob';
     return source instanceof MappedSource ? 'mmap' : source instanceof ReadSource ? 'read' : source instanceof MemorySource ? 'memory' : 'remote';
   }
 

@@ -1,6 +1,7 @@
-import { constants as bufferConstants } from 'node:buffer';
+import { bufferConstants } from '#platform/buffer';
 import { GgufError } from '../errors.js';
-import { mapFile, type FileIdentity, type NativeMapping } from '../native.js';
+import { mapFile } from '#platform/native';
+import type { FileIdentity, NativeMapping } from '../native.js';
 
 /** Where a byte range of the file lives: inside `buffer`, starting at `byteOffset`. */
 export interface Located {

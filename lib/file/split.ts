@@ -1,7 +1,7 @@
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join } from '#platform/path';
 import { GgufError } from '../errors.js';
 import type { GgufLayout, KvRecord } from '../format/parse.js';
-import { splitPartName } from '../format/write-split.js';
+import { splitPartName } from '../format/part-name.js';
 
 // llama.cpp's split convention (llama-gguf-split, and the converter's --split-max-size):
 // PREFIX-%05d-of-%05d.gguf, numbered from 1; in every part, split.no (from 0), split.count (the

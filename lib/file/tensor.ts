@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '#platform/crypto';
 import { blockAt, type GgufBlock, type Q4KBlock, type Q6KBlock } from '../format/blocks.js';
 import type { GgmlType, GgmlTypeName } from '../format/ggml-types.js';
 import { canView, elementsAt } from '../format/elements.js';

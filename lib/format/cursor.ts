@@ -1,4 +1,4 @@
-import { constants as bufferConstants } from 'node:buffer';
+import { bufferConstants } from '#platform/buffer';
 import { GgufError, type GgufErrorCode } from '../errors.js';
 
 const MAX_STRING_LENGTH = bufferConstants.MAX_STRING_LENGTH;

@@ -6,7 +6,7 @@
  * A JS Set or Map would not do either: V8 hashes integer-like strings ("65536") by their value,
  * with no seed.
  */
-import { randomFillSync } from 'node:crypto';
+import { randomFillSync } from '#platform/crypto';
 
 // The key, drawn when first needed (not at module load, which a startup snapshot would freeze).
 // From node:crypto, already loaded: the first touch of `globalThis.crypto` loads Web Crypto

@@ -1,5 +1,5 @@
 import { Cursor, decodeUtf8 } from './cursor.js';
-import { nativeTensorInfoWalk, walkStrings } from '../native.js';
+import { nativeTensorInfoWalk, walkStrings } from '#platform/native';
 import { GgufError } from '../errors.js';
 import { ggmlTypeById } from './ggml-types.js';
 import { NameIndex } from './name-index.js';

@@ -1,7 +1,8 @@
 import { GgufError } from '../errors.js';
 import { GGML_TYPES, ggmlTypeById, type GgmlType } from './ggml-types.js';
 import { hashKey, NameIndex } from './name-index.js';
-import { adviseHugePages, type TensorInfoTargets } from '../native.js';
+import { adviseHugePages } from '#platform/native';
+import type { TensorInfoTargets } from '../native.js';
 
 /**
  * A table at least this large asks for huge pages (adviseHugePages): from about 230,000 tensors.

@@ -1,4 +1,5 @@
 import { ggmlTypeById, ggmlTypeByName } from './ggml-types.js';
+import { splitPartName } from './part-name.js';
 import { writeGgufFile, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue } from './writer.js';
 
 export interface SplitOptions {
@@ -10,10 +11,7 @@ export interface SplitOptions {
   noTensorsInFirst?: boolean;
 }
 
-/** The file name of part `number` (from 1) of `count`: llama.cpp's PREFIX-%05d-of-%05d.gguf. */
-export function splitPartName(prefix: string, number: number, count: number): string {
-  return `${prefix}-${String(number).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.gguf`;
-}
+export { splitPartName };
 
 function tensorBytes(t: GgufWriteTensor): number {
   const type = typeof t.type === 'number' ? ggmlTypeById(t.type) : ggmlTypeByName(t.type);

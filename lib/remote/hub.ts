@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { expandEnvPath } from './env-path.js';
+import { hfHome, hubEndpointSetting, storedHubToken } from '#platform/hub-env';
+
+export { hfHome };
 
 /** A file in a Hugging Face repository: `hf:org/repo/path/to/file.gguf[@revision]`. */
 export interface HubFile {
@@ -14,7 +13,7 @@ export const REPO_PART = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** The Hub's address: HF_ENDPOINT (a mirror), else huggingface.co. */
 export function hubEndpoint(): string {
-  return (process.env.HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
+  return (hubEndpointSetting() ?? 'https://huggingface.co').replace(/\/+$/, '');
 }
 
 /** Parses `hf:org/repo/path[@revision]`; undefined for anything that does not start with `hf:`. */
@@ -48,24 +47,8 @@ export function resolveUrl(file: HubFile, endpoint = hubEndpoint()): string {
  * $HF_HOME/token (HF_HOME defaults to ~/.cache/huggingface); undefined when there is none.
  */
 export function hubToken(): string | undefined {
-  const fromEnv = process.env.HF_TOKEN?.trim();
-  if (fromEnv) return checkedToken(fromEnv, 'HF_TOKEN');
-  const path = process.env.HF_TOKEN_PATH ? expandEnvPath(process.env.HF_TOKEN_PATH) : join(hfHome(), 'token');
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-  return text === '' ? undefined : checkedToken(text, path);
-}
-
-/**
- * huggingface_hub's home: HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface;
- * `~` and `$VAR` expanded as huggingface_hub expands them.
- */
-export function hfHome(): string {
-  return expandEnvPath(process.env.HF_HOME || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface'));
+  const stored = storedHubToken();
+  return stored === undefined ? undefined : checkedToken(stored.token, stored.from);
 }
 
 /** The Authorization header for the Hub: `token` if given, else hubToken()'s; undefined for none. */

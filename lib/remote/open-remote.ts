@@ -2,7 +2,7 @@ import { GgufError } from '../errors.js';
 import { GgufFile } from '../file/gguf-file.js';
 import { partNameOf } from '../file/split.js';
 import { headerLengthGuess, parseLayout, type ParseLimits } from '../format/parse.js';
-import { splitPartName } from '../format/write-split.js';
+import { splitPartName } from '../format/part-name.js';
 import { bearer, hubAuthorization, hubEndpoint, parseHubUri, resolveUrl } from './hub.js';
 import { eitherSignal, RangeClient, redactUrl, type RemoteOptions, type TransferStats } from './range-client.js';
 import { RemoteSource } from './remote-source.js';

@@ -1,3 +1,4 @@
+import { REDIRECTS } from '#platform/http';
 import { GgufError } from '../errors.js';
 
 /** How to reach a remote file (openGgufRemote's options, less what the parser takes). */
@@ -85,7 +86,10 @@ export async function request(url: string, init: RequestInit): Promise<{ respons
     } else {
       for (const name of Object.keys(headers)) if (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie') delete headers[name];
     }
-    const response = await init.fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', signal: init.signal });
+    const response = await init.fetch(url, { method: init.method ?? 'GET', headers, redirect: REDIRECTS, signal: init.signal });
+    // A browser hides redirects from 'manual' (an opaque answer): it follows them itself, and drops
+    // the Authorization header on a redirect to another origin; the final URL is reused.
+    if (REDIRECTS === 'follow') return { response, resolved: response.redirected && response.url !== '' ? response.url : undefined, commit: response.headers.get('x-repo-commit') ?? undefined };
     const location = response.headers.get('location');
     commit = response.headers.get('x-repo-commit') ?? commit;
     if (response.status < 300 || response.status >= 400 || location === null) return { response, resolved, commit };

@@ -8,7 +8,7 @@
  * vocabularies never do, it is rebuilt with the keyed HalfSipHash-1-3 that name-index uses.
  */
 import { hashKey, keyedHash } from '../format/name-index.js';
-import { indexStringsNative } from '../native.js';
+import { indexStringsNative } from '#platform/native';
 
 const PROBE_LIMIT = 48;
 

@@ -11,6 +11,7 @@
  * regexes over the same collapsed text. Regexes without categories run on the codepoints, with
  * whitespace past ASCII as 0x0B and \s meaning ASCII whitespace only (C's isspace).
  */
+import { latin1String } from '#platform/bytes';
 import { afmoeDigits, kimiK2, type CustomSplit } from './custom-splits.js';
 import { digitGroupsFromEnd, trailingWhitespace } from './linear-splits.js';
 import { cptFlags, CATEGORIES, LETTER, MARK, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE } from './unicode.js';
@@ -292,7 +293,7 @@ export function splitWords(cpts: Uint32Array, pre: PreTokenizer): number[] {
       if (collapsed === undefined) {
         const codes = new Uint8Array(cpts.length);
         for (let i = 0; i < cpts.length; i++) codes[i] = collapsedChar(cpts[i]!);
-        collapsed = Buffer.from(codes.buffer, 0, codes.length).toString('latin1');
+        collapsed = latin1String(codes);
       }
       text = collapsed;
     } else {

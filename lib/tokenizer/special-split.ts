@@ -12,6 +12,7 @@
  * Where tokens that begin one another occur so often that their occurrences would outnumber the
  * text's bytes (runs of whitespace tokens), each token is searched for on its own instead.
  */
+import { byteSearcher } from '#platform/bytes';
 import { ByteTrie } from './byte-trie.js';
 import { ATTR_LSTRIP, ATTR_RSTRIP } from './vocab.js';
 
@@ -99,7 +100,7 @@ export class SpecialTokenSplitter {
         }
       }
     } else {
-      const haystack = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const haystack = byteSearcher(bytes);
       for (let rank = 0; rank < this.ids.length; rank++) {
         const token = this.texts[rank]!;
         if (token.length === 0) continue;

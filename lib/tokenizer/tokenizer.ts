@@ -5,7 +5,7 @@
 import { GgufError } from '../errors.js';
 import type { GgufMetadata } from '../file/metadata.js';
 import { BpeSession } from './bpe.js';
-import { decodeOffThread, encodeOffThread } from './async-tokenizer.js';
+import { decodeOffThread, encodeOffThread } from '#platform/async-tokenizer';
 import { rwkvTokenize, rwkvUnescape } from './rwkv.js';
 import { SpecialTokenSplitter, type Fragment } from './special-split.js';
 import { spmTokenize } from './spm.js';

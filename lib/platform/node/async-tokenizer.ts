@@ -1,0 +1,1 @@
+export { decodeOffThread, encodeOffThread, registerVocabularySource } from '../../tokenizer/async-tokenizer.js';

@@ -1,0 +1,1 @@
+export { constants as bufferConstants } from 'node:buffer';

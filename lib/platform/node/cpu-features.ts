@@ -1,0 +1,1 @@
+export { hostCpuFeatures } from '../../estimate/cpu-features.js';

@@ -1,0 +1,1 @@
+export { createHash, randomFillSync } from 'node:crypto';

@@ -1,0 +1,12 @@
+export {
+  addon,
+  addonFix,
+  addonUnavailableReason,
+  adviseHugePages,
+  canMap,
+  indexStringsNative,
+  mapFile,
+  nativeTensorInfoWalk,
+  optionalAddon,
+  walkStrings,
+} from '../../native.js';

@@ -1,0 +1,1 @@
+export { availableParallelism } from 'node:os';

@@ -1,0 +1,1 @@
+export { ReadSource } from '../../file/read-source.js';

@@ -1,0 +1,1 @@
+export { verifySource } from '../../file/verify.js';
