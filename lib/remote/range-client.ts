@@ -115,11 +115,16 @@ class Retryable extends Error {
  */
 class IdleTimeout {
   private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
+  private timer: ReturnType<typeof setTimeout>;
 
-  constructor(ms: number) {
-    this.timer = setTimeout(() => this.controller.abort(), ms);
-    this.timer.unref?.();
+  constructor(private readonly ms: number) {
+    this.timer = this.start();
+  }
+
+  private start(): ReturnType<typeof setTimeout> {
+    const timer = setTimeout(() => this.controller.abort(), this.ms);
+    (timer as { unref?: () => void }).unref?.();
+    return timer;
   }
 
   get signal(): AbortSignal {
@@ -127,7 +132,14 @@ class IdleTimeout {
   }
 
   readonly touch = (): void => {
-    if (!this.controller.signal.aborted) this.timer.refresh();
+    if (this.controller.signal.aborted) return;
+    // Node's timers restart in place; a browser's are numbers: cleared and set again.
+    const timer = this.timer as { refresh?: () => void };
+    if (typeof timer.refresh === 'function') timer.refresh();
+    else {
+      clearTimeout(this.timer);
+      this.timer = this.start();
+    }
   };
 
   clear(): void {
@@ -215,7 +227,9 @@ export class RangeClient {
     const parsed = new URL(url);
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`openGgufRemote: ${redactUrl(url)} is not an http(s) URL`);
     this.origin = parsed.origin;
-    this.fetchFn = options.fetch ?? globalThis.fetch;
+    // Called as a function, never as this client's method: a browser's fetch throws 'Illegal
+    // invocation' unless `this` is the window (or undefined).
+    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
   /**
