@@ -16,7 +16,7 @@ import { tinyllamaShapedSpec } from '../../scripts/tinyllama-shape.js';
 import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
 import { randomBytes } from '../helpers/random.js';
 import { tempDir } from '../helpers/tmp.js';
-import { bundle } from './bundle.js';
+import { bundle } from '../../scripts/bundle-package.js';
 import { startStaticServer, type StaticServer } from './static-server.js';
 
 if (CHROMIUM_MISSING !== undefined) {

@@ -3,7 +3,7 @@
 // pull in the rest. Needs `npm run build:ts` (the bundles are made from dist/, as an installed
 // package's are).
 import { describe, expect, it } from 'vitest';
-import { bundle } from './bundle.js';
+import { bundle } from '../../scripts/bundle-package.js';
 
 const nodeImports = (code: string) => [...code.matchAll(/\bfrom\s*["'](node:[^"']+)["']|\bimport\(\s*["'](node:[^"']+)["']\)|\brequire\(\s*["']([^"'.][^"']*)["']\)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
 

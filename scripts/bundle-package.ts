@@ -1,13 +1,11 @@
-// The package bundled as a user's app bundles it: esbuild resolves `gguf-mmap` (the package
+// The package bundled as a user's app bundles it (for test/web and bench/bundle-size.ts): esbuild resolves `gguf-mmap` (the package
 // itself, through its `exports`) under the conditions a web page or a Worker build uses.
 import { build } from 'esbuild';
-import { fileURLToPath } from 'node:url';
-
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { packageRoot } from '../lib/package-root.js';
 
 export interface Bundle {
   code: string;
-  /** The files with code in the output (after tree-shaking), relative to the repository root. */
+  /** The files with code in the output (after tree-shaking), relative to the package root. */
   inputs: string[];
   /** Every file the bundler read (tree-shaken or not). */
   parsed: string[];
@@ -23,7 +21,7 @@ export interface Bundle {
  */
 export async function bundle(source: string, target: 'browser' | 'worker' = 'browser', minify = false): Promise<Bundle> {
   const result = await build({
-    stdin: { contents: source, resolveDir: ROOT, sourcefile: 'app.js', loader: 'js' },
+    stdin: { contents: source, resolveDir: packageRoot(), sourcefile: 'app.js', loader: 'js' },
     bundle: true,
     write: false,
     format: 'esm',
