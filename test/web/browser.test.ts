@@ -17,7 +17,7 @@ import { SKIP_SHARED, readJson, sharedPath } from '../helpers/shared.js';
 import { randomBytes } from '../helpers/random.js';
 import { tempDir } from '../helpers/tmp.js';
 import { bundle } from '../../scripts/bundle-package.js';
-import { startStaticServer, type StaticServer } from './static-server.js';
+import { startStaticServer, type StaticServer } from '../../scripts/static-server.js';
 
 if (CHROMIUM_MISSING !== undefined) {
   if (process.env.CI) {

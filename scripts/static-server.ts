@@ -1,4 +1,4 @@
-// A static file server on 127.0.0.1 for the browser tests: byte ranges (206, Content-Range) as a
+// A static file server on 127.0.0.1 for the browser tests and bench/browser.ts: byte ranges (206, Content-Range) as a
 // CDN serves them, CORS headers as the Hub sends them, and /redirect/PATH answering 302 to PATH
 // (the Hub's resolve URL redirects to its CDN).
 import { createReadStream, statSync } from 'node:fs';
