@@ -69,6 +69,13 @@ function pickedSpec(): GgufWriteSpec {
   };
 }
 
+/** The README's "In a web page" example: its index.html and main.js. */
+function readmeExample(): { html: string; js: string } {
+  const text = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+  const section = text.slice(text.indexOf('## In a web page'), text.indexOf('## Documentation'));
+  return { html: /```html\n([\s\S]*?)```/.exec(section)![1]!, js: /```js\n([\s\S]*?)```/.exec(section)![1]! };
+}
+
 const sha256 = (view: ArrayBufferView) => createHash('sha256').update(new Uint8Array(view.buffer, view.byteOffset, view.byteLength)).digest('hex');
 const ESTIMATE = { contextSize: 2048, cpuFeatures: [] as string[] };
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)));
@@ -85,10 +92,13 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('the browser build in chromium',
     writeGgufFile(join(dir, 'tinyllama-shaped.gguf'), remoteSpec());
     writeGgufFile(join(dir, 'picked.gguf'), pickedSpec());
     const app = await bundle(readFileSync(join(import.meta.dirname, 'app', 'main.js'), 'utf8'));
+    const readme = readmeExample();
     server = await startStaticServer({
       '/': join(import.meta.dirname, 'app', 'index.html'),
       '/app.js': { body: app.code, type: 'text/javascript' },
       '/favicon.ico': { body: '', type: 'image/x-icon' },
+      '/readme/': { body: readme.html, type: 'text/html' },
+      '/readme/app.js': { body: (await bundle(readme.js)).code, type: 'text/javascript' },
       '/files/': dir,
       ...(SKIP_SHARED ? {} : { '/vocab/': sharedPath('tokenizer', 'vocab') }),
     });
@@ -177,5 +187,23 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('the browser build in chromium',
       }
     }
     expect(errors.join('\n')).toBe('');
+  }, 120_000);
+
+  it("the README's example page runs: a picked file's summary, tokens, prompt and estimate", async () => {
+    const readmePage = await browser.context.newPage();
+    const pageErrors: string[] = [];
+    readmePage.on('pageerror', (e) => pageErrors.push(e.message));
+    await readmePage.goto(`${server.url}/readme/`);
+    await readmePage.setInputFiles('#file', join(dir, 'tinyllama-shaped.gguf'));
+    await readmePage.waitForFunction(() => ((globalThis as any).document.getElementById('out').textContent as string).length > 0);
+    const text = await readmePage.evaluate(() => (globalThis as any).document.getElementById('out').textContent as string);
+    using local = openGguf(join(dir, 'tinyllama-shaped.gguf'));
+    const ids = Array.from(local.tokenizer().encode('Hello from a web page')).join(' ');
+    expect(text).toContain(`llama, ${local.summary().parameters} parameters`);
+    expect(text).toContain(`tokens: ${ids}`);
+    expect(text).toContain('prompt: <|user|>\nHi!</s>');
+    expect(text).toMatch(/needs \d+\.\d\d GiB at 4,096 tokens of context/);
+    expect(pageErrors).toEqual([]);
+    await readmePage.close();
   }, 120_000);
 });
