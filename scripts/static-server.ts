@@ -20,6 +20,11 @@ export async function startStaticServer(routes: Record<string, string | { body: 
     log.push(`${req.method} ${url.pathname} ${req.headers.range ?? ''}`);
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Access-Control-Expose-Headers', 'Content-Range, Content-Length, ETag');
+    // A preflight (a page of another origin sending Range): allowed, as the Hub allows it.
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { 'Access-Control-Allow-Headers': req.headers['access-control-request-headers'] ?? '*', 'Access-Control-Allow-Methods': 'GET, HEAD' }).end();
+      return;
+    }
     if (url.pathname.startsWith('/redirect/')) {
       res.writeHead(302, { Location: url.pathname.slice('/redirect'.length) }).end();
       return;

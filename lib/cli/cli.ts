@@ -35,6 +35,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap merge PART OUT
        gguf-mmap convert-endian FILE --to big|little --out OUT
        gguf-mmap view FILE|URL|hf:ORG/REPO/PATH[@REV] [--port N] [--open]
+       gguf-mmap view --static DIR [URL] [--open]
        gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]... [--no-split]
        gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
@@ -103,7 +104,10 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    unless --port N) and prints its URL with a fresh access token; summary,
                    layer map, tensor table, each tensor's statistics and histogram, metadata.
                    A URL or hf: URI fetches a tensor's bytes only when it is opened.
-                   --open starts the system browser; Ctrl-C ends it
+                   --open starts the system browser; Ctrl-C ends it.
+                   --static DIR writes the page into DIR instead, with no server: it
+                   opens a file dropped or picked there, or a URL, in the browser; prints
+                   its file: URL
   chat MODEL       the prompt the model's chat template (tokenizer.chat_template) makes of
                    the messages, rendered as transformers' apply_chat_template renders it,
                    with the vocabulary's BOS/EOS text; MODEL may be a URL or hf: URI (the

@@ -5,22 +5,32 @@ import { join } from 'node:path';
 import { openGguf, type GgufFile } from '../file/gguf-file.js';
 import { openGgufRemote } from '../remote/open-remote.js';
 import { startViewServer, type ViewServer } from '../view/server.js';
+import { writeStaticView } from '../view/static-files.js';
+import { fileURLToPath } from 'node:url';
 
 export class ViewUsageError extends Error {}
 
 export interface ViewArgs {
-  target: string;
+  /** A file, URL or hf: URI; for --static, an optional URL the page opens. */
+  target: string | undefined;
   port: number | undefined;
   open: boolean;
+  /** --static DIR: write a page that needs no server into DIR. */
+  staticDir: string | undefined;
 }
 
 export function parseViewArgs(args: string[]): ViewArgs {
   let port: number | undefined;
   let open = false;
+  let staticDir: string | undefined;
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--open') open = true;
+    else if (arg === '--static') {
+      staticDir = args[++i];
+      if (staticDir === undefined || staticDir === '') throw new ViewUsageError('--static takes a folder to write the page into');
+    }
     else if (arg === '--port') {
       const value = args[++i];
       if (value === undefined || !/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new ViewUsageError('--port takes a port number (0 to 65535)');
@@ -28,8 +38,13 @@ export function parseViewArgs(args: string[]): ViewArgs {
     } else if (arg.startsWith('--')) throw new ViewUsageError(`unknown option '${arg}'`);
     else positional.push(arg);
   }
+  if (staticDir !== undefined) {
+    if (positional.length > 1 || (positional[0] !== undefined && !/^https?:\/\//.test(positional[0]))) throw new ViewUsageError('view --static DIR takes at most one URL (the page opens a dropped or picked file itself)');
+    if (port !== undefined) throw new ViewUsageError('--port has no use with --static (no server runs)');
+    return { target: positional[0], port, open, staticDir };
+  }
   if (positional.length !== 1) throw new ViewUsageError('view takes one FILE, URL or hf: URI');
-  return { target: positional[0]!, port, open };
+  return { target: positional[0]!, port, open, staticDir };
 }
 
 /** The system's way to open a file in the browser. */
@@ -61,11 +76,18 @@ export function writeLaunchPage(url: string): { path: string; remove(): void } {
  * the file.
  */
 export async function runView(args: ViewArgs, write: (line: string) => void): Promise<void> {
-  const remote = /^(https?:\/\/|hf:)/.test(args.target);
-  const file: GgufFile = remote ? await openGgufRemote(args.target) : openGguf(args.target);
+  if (args.staticDir !== undefined) {
+    const page = writeStaticView(args.staticDir, args.target);
+    write(`${page}\n`);
+    if (args.open) openInBrowser(fileURLToPath(page.replace(/\?.*$/, '')));
+    return;
+  }
+  const target = args.target!;
+  const remote = /^(https?:\/\/|hf:)/.test(target);
+  const file: GgufFile = remote ? await openGgufRemote(target) : openGguf(target);
   let server: ViewServer;
   try {
-    server = await startViewServer(file, { port: args.port, source: args.target });
+    server = await startViewServer(file, { port: args.port, source: target });
   } catch (error) {
     file.close();
     throw error;

@@ -88,7 +88,7 @@ export function metadataPage(file: GgufFile, offset: number): string {
   let i = offset;
   for (; i < total; i++) {
     const json = JSON.stringify(metadataEntry(file, i));
-    const size = Buffer.byteLength(json) + 1;
+    const size = utf8Length(json) + 1;
     if (parts.length > 0 && bytes + size > METADATA_PAGE_BYTES) break;
     parts.push(json);
     bytes += size;
@@ -193,4 +193,19 @@ export function arrayPage(file: GgufFile, index: number, filter: string, offset:
 function stringWalk(array: GgufArray, at: number | undefined): StringWalk {
   const raw = array.rawBytes();
   return new StringWalk(raw.bytes, raw.wideCounts, raw.littleEndian, Math.min(at ?? 0, raw.bytes.length));
+}
+
+/** The UTF-8 length of `text` (Buffer.byteLength without Buffer: the static page runs this too). */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1; // 2 bytes for one unit
+    else if (c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // a surrogate pair: 4 bytes for two units
+      i++;
+    } else n += 2; // 3 bytes (a lone surrogate too: U+FFFD)
+  }
+  return n;
 }

@@ -15,7 +15,12 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
+// The static page (gguf-mmap view --static) has no server: static-app.js answers the API in the
+// page, over the file opened there.
+const inPage = globalThis.ggufViewStatic;
+
 async function api(path) {
+  if (inPage !== undefined) return inPage.api(path);
   const response = await fetch(path, { credentials: 'same-origin' });
   const body = await response.json();
   if (!response.ok) {
@@ -531,4 +536,5 @@ async function main() {
   document.body.dataset.ready = 'all';
 }
 
-main().catch(showError);
+if (inPage !== undefined) inPage.whenOpened(() => main().catch(showError));
+else main().catch(showError);
