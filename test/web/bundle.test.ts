@@ -2,8 +2,13 @@
 // conditions bundles with no Node built-in and no addon, and what a page imports alone does not
 // pull in the rest. Needs `npm run build:ts` (the bundles are made from dist/, as an installed
 // package's are).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bundle } from '../../scripts/bundle-package.js';
+
+const repo = join(import.meta.dirname, '..', '..');
 
 const nodeImports = (code: string) => [...code.matchAll(/\bfrom\s*["'](node:[^"']+)["']|\bimport\(\s*["'](node:[^"']+)["']\)|\brequire\(\s*["']([^"'.][^"']*)["']\)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
 
@@ -44,5 +49,41 @@ describe('the browser build, bundled', () => {
     const tokenizer = await bundle(`export { Tokenizer } from 'gguf-mmap';`);
     expect(tokenizer.inputs.some((f) => f.includes('dist/lib/tokenizer/'))).toBe(true);
     expect(tokenizer.inputs.filter((f) => /dist\/lib\/(estimate|dequant|remote|chat)\/|assets-data/.test(f))).toEqual([]);
+  }, 60_000);
+
+  it("gives TypeScript the browser build's types under the browser condition: what needs Node is absent", () => {
+    // Inside the package (its ignored .cache/), so that 'gguf-mmap' resolves to the package itself.
+    mkdirSync(join(repo, '.cache'), { recursive: true });
+    const dir = mkdtempSync(join(repo, '.cache', 'browser-types-'));
+    try {
+      writeFileSync(join(dir, 'page.ts'), [
+        "import { estimateMemory, openGgufBlob, openGgufRemote, renderChatTemplate, type GgufFile } from 'gguf-mmap';",
+        '// @ts-expect-error openGguf maps files: Node only',
+        "import { openGguf } from 'gguf-mmap';",
+        '// @ts-expect-error the cache: Node only',
+        "import { pullModel } from 'gguf-mmap';",
+        'declare const picked: Blob;',
+        'const file: GgufFile = await openGgufBlob(picked);',
+        "const remote = await openGgufRemote('hf:org/repo/model.gguf');",
+        "export const ids: Int32Array = file.tokenizer().encode('hi');",
+        'export const total: number = estimateMemory(remote).total + file.summary().parameters;',
+        "export const text: string = renderChatTemplate('{{ 1 }}', { messages: [] });",
+        '// @ts-expect-error page-cache control needs a mapping',
+        'file.residency();',
+        '// @ts-expect-error a synchronous sha256 needs Node',
+        'file.tensors[0]!.sha256();',
+        'export const mode: "memory" | "remote" | "blob" = file.mode;',
+        '',
+      ].join('\n'));
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', customConditions: ['browser'], lib: ['ES2022', 'DOM', 'ESNext.Disposable'], types: [], skipLibCheck: true },
+        files: ['page.ts'],
+      }));
+      const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' });
+      expect(r.stdout + r.stderr).toBe('');
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });
