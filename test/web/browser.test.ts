@@ -5,7 +5,7 @@
 // header, the dequantized floats bit for bit, the estimate). Without chromium these tests are
 // skipped with a message, except under CI (env CI set), where they fail.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,7 +164,9 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('the browser build in chromium',
     expect(errors.join('\n')).toBe('');
   }, 120_000);
 
-  const VOCABS = ['ggml-vocab-llama-spm', 'ggml-vocab-llama-bpe', 'ggml-vocab-qwen2', 'ggml-vocab-bert-bge', 'ggml-vocab-nomic-bert-moe', 'ggml-vocab-gemma-4'];
+  // Every vocabulary of llama.cpp's test set: SPM, BPE (each pre-tokenizer), WPM, UGM.
+  const VOCABS = SKIP_SHARED ? [] : readdirSync(sharedPath('tokenizer', 'expected')).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5));
+  it.skipIf(SKIP_SHARED)('has the vocabularies', () => expect(VOCABS.length).toBeGreaterThanOrEqual(19));
   it.skipIf(SKIP_SHARED).each(VOCABS)("%s: the page's token ids are llama.cpp's (../shared/tokenizer)", async (name) => {
     const expected = readJson<Array<{ text: string; special: number[]; plain: number[]; detok: string }>>(sharedPath('tokenizer', 'expected', `${name}.json`));
     const got = await page.evaluate(([url, texts]) => (globalThis as any).checks.tokenize(url, texts), [`${server.url}/vocab/${name}.gguf`, expected.map((e) => e.text)] as const);
