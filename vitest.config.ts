@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
-const LIB = fileURLToPath(new URL('./lib/', import.meta.url));
+// With forward slashes, as vite names modules on Windows too (the suite runs under wine).
+const LIB = fileURLToPath(new URL('./lib/', import.meta.url)).replace(/\\/g, '/');
 
 // Under wine (scripts/windows-smoke.sh runs the suite with the Windows node.exe) fetch cannot
 // reach a local server (undici's connect fails with UNKNOWN under wine 8, while node:http
@@ -31,7 +32,7 @@ export default defineConfig({
       enforce: 'pre',
       resolveId(source: string, importer: string | undefined) {
         const twin = /^#platform\/([a-z-]+)$/.exec(source);
-        if (twin === null || importer === undefined || !importer.startsWith(LIB)) return null;
+        if (twin === null || importer === undefined || !importer.replace(/\\/g, '/').startsWith(LIB)) return null;
         return `${LIB}platform/node/${twin[1]}.ts`;
       },
     },
