@@ -4,79 +4,86 @@
  * prefix by hash costs its length, so a vocabulary with one 20 KB token made those tokenizers
  * cubic in the text.
  *
- * Compact rather than a node per byte: the texts sorted, each step narrows the range of those
- * that share the prefix read so far (by the first byte through a table, then by binary search,
- * then by comparing on once a single text is left).
+ * Compact rather than a node per byte: the texts in one array, each step narrows the range of
+ * those that share the prefix read so far (by the first byte through a table, then by binary
+ * search, then by comparing on once a single text is left). The order is made lazily, one byte
+ * a level: the constructor places the texts by their first byte (a counting sort, two passes);
+ * a range is put in order of its next byte when a walk first enters it. A walk pays for the
+ * ranges on its path, each once: opening a 250 K-token Unigram vocabulary and encoding a
+ * sentence orders a few of them, not the vocabulary (sorting it all at once was 150-300 ms of
+ * the first encode), and all walks together never cost more than ordering every text in full.
  */
 
-/** Bytes the constructor sorts by (the rest of a run that shares them is sorted when first walked). */
-const EAGER = 4;
-
 export class ByteTrie {
-  /** The texts, sorted by their first EAGER bytes (fully, in runs once walked), and their values. */
   private readonly starts: Uint32Array;
-  private readonly lengths: Uint32Array;
-  private readonly values: Int32Array;
-  /** Runs equal in their first EAGER bytes, not yet sorted on: their end, at their start (else 0). */
+  private readonly ends: Uint32Array;
+  private readonly values: ArrayLike<number> | undefined;
+  /** The texts (indexes into starts, ends and values) in the order made so far. */
+  private readonly order: Int32Array;
+  /**
+   * Ranges whose texts share their first d bytes, not yet in order of byte d: their end and d,
+   * at their start (else 0). (A range and the first of its runs start at the same text: the
+   * depth says which one is waiting.)
+   */
   private readonly pending: Int32Array;
-  /** Sorted texts starting with byte c: [firstStart[c], firstStart[c + 1]). */
+  private readonly pendingDepth: Uint32Array;
+  /** Texts starting with byte c: [firstStart[c], firstStart[c + 1]). */
   private readonly firstStart: Int32Array;
+  /** A range's texts during its ordering, and the counts of its byte values. */
+  private readonly scratch: Int32Array;
+  private readonly counts = new Int32Array(257);
+  /** @internal Texts placed by orderRange so far, a pass each (for tests: the work done lazily). */
+  placed = 0;
   /** Matches of the last walk(): their lengths, shortest first, and values. */
   readonly matchLengths: Int32Array;
   readonly matchValues: Int32Array;
 
   /**
-   * Texts bytes[starts[k], ends[k]) with values values[k]; of equal texts the later one is found
-   * (as naive_trie::insert overwrites). Empty texts are never matched.
-   *
-   * Sorting a 250 K-token vocabulary in full takes a few hundred ms (its reads are all over the
-   * vocabulary); by its first bytes, in one pass over it and the engine's numeric sort, a tenth
-   * of that. Runs that share those bytes ('▁th...') are sorted when a text first reaches them.
+   * Texts bytes[starts[k], ends[k]) with values values[k] (k itself without `values`), for each k
+   * of `texts` (default: all), in that order; of equal texts the later one is found (as
+   * naive_trie::insert overwrites). Empty texts are never matched. The arrays are kept, not
+   * copied.
    */
   constructor(
     private readonly bytes: Uint8Array,
-    starts: ArrayLike<number>,
-    ends: ArrayLike<number>,
-    values: ArrayLike<number>,
+    starts: Uint32Array,
+    ends: Uint32Array,
+    values?: ArrayLike<number>,
+    texts?: Int32Array,
   ) {
-    const count = starts.length;
-    // A double: the first EAGER bytes in base 257 (0 where the text has ended), then the index.
-    const indexScale = 2 ** Math.ceil(Math.log2(count + 1));
-    const keys: number[] = [];
+    this.starts = starts;
+    this.ends = ends;
+    this.values = values;
+    const count = texts === undefined ? starts.length : texts.length;
+    // By the first byte, stable (equal texts keep their order): counts, then places.
+    const firstStart = new Int32Array(258);
     let longest = 0;
-    for (let k = 0; k < count; k++) {
-      const s = starts[k]!;
-      const length = ends[k]! - s;
+    for (let i = 0; i < count; i++) {
+      const k = texts === undefined ? i : texts[i]!;
+      const length = ends[k]! - starts[k]!;
       if (length <= 0) continue;
       if (length > longest) longest = length;
-      let key = 0;
-      for (let d = 0; d < EAGER; d++) key = key * 257 + (d < length ? bytes[s + d]! + 1 : 0);
-      keys.push(key * indexScale + k);
+      firstStart[bytes[starts[k]!]! + 2]!++;
     }
-    const sorted = Float64Array.from(keys).sort();
-    const n = sorted.length;
-    this.starts = new Uint32Array(n);
-    this.lengths = new Uint32Array(n);
-    this.values = new Int32Array(n);
+    for (let c = 2; c <= 257; c++) firstStart[c]! += firstStart[c - 1]!;
+    const n = firstStart[257]!;
+    const order = new Int32Array(n);
+    for (let i = 0; i < count; i++) {
+      const k = texts === undefined ? i : texts[i]!;
+      if (ends[k]! - starts[k]! > 0) order[firstStart[bytes[starts[k]!]! + 1]!++] = k;
+    }
+    this.order = order;
     this.pending = new Int32Array(n);
-    const firstStart = new Int32Array(257);
-    for (let i = 0; i < n; i++) {
-      const k = sorted[i]! % indexScale;
-      this.starts[i] = starts[k]!;
-      this.lengths[i] = ends[k]! - starts[k]!;
-      this.values[i] = values[k]!;
-      firstStart[bytes[starts[k]!]! + 1]!++;
+    this.pendingDepth = new Uint32Array(n);
+    this.scratch = new Int32Array(n);
+    // firstStart[c + 1] now ends byte c's range, which starts at firstStart[c].
+    for (let c = 0; c < 256; c++) {
+      if (firstStart[c + 1]! - firstStart[c]! > 1) {
+        this.pending[firstStart[c]!] = firstStart[c + 1]!;
+        this.pendingDepth[firstStart[c]!] = 1;
+      }
     }
-    for (let c = 1; c <= 256; c++) firstStart[c]! += firstStart[c - 1]!;
-    // Runs of the same first EAGER bytes, all of them that long (texts that end sooner are equal).
-    for (let i = 0; i < n; ) {
-      const key = Math.floor(sorted[i]! / indexScale);
-      let j = i + 1;
-      while (j < n && Math.floor(sorted[j]! / indexScale) === key) j++;
-      if (j - i > 1 && key % 257 !== 0) this.pending[i] = j;
-      i = j;
-    }
-    this.firstStart = firstStart;
+    this.firstStart = firstStart.subarray(0, 257);
     this.matchLengths = new Int32Array(longest + 1);
     this.matchValues = new Int32Array(longest + 1);
   }
@@ -106,137 +113,104 @@ export class ByteTrie {
     return this.matchLengths[count - 1]!;
   }
 
+  private value(k: number): number {
+    return this.values === undefined ? k : this.values[k]!;
+  }
+
   /** Reads text[at, end) along the texts: the matches (`record`) or how far it went. */
   private follow(text: Uint8Array, at: number, end: number, record: boolean): number {
     if (at >= end) return 0;
-    const bytes = this.bytes;
-    const starts = this.starts;
-    const lengths = this.lengths;
+    const { bytes, starts, ends, order, pending } = this;
     let count = 0;
     let lo = this.firstStart[text[at]!]!;
     let hi = this.firstStart[text[at]! + 1]!;
     if (lo === hi) return 0;
-    // [lo, hi): the texts that start with text[at, at + d), in order (shorter first).
+    // [lo, hi): the texts that start with text[at, at + d), in order of byte d (those that end
+    // at d first).
     for (let d = 1; ; d++) {
-      if (d === EAGER && this.pending[lo] !== 0) this.sortRun(lo);
-      if (lengths[lo] === d) {
+      if (pending[lo] !== 0 && this.pendingDepth[lo] === d) this.orderRange(lo, d);
+      let k = order[lo]!;
+      if (ends[k]! - starts[k]! === d) {
         // Of equal texts (in the order given), the last.
-        while (lo + 1 < hi && lengths[lo + 1] === d) lo++;
+        while (lo + 1 < hi && ends[order[lo + 1]!]! - starts[order[lo + 1]!]! === d) k = order[++lo]!;
         if (record) {
           this.matchLengths[count] = d;
-          this.matchValues[count++] = this.values[lo]!;
+          this.matchValues[count++] = this.value(k);
         }
         lo++;
       }
       if (lo === hi || at + d >= end) return record ? count : d;
       if (hi - lo === 1) {
         // One text left: compare on.
-        const s = starts[lo]!;
-        const length = lengths[lo]!;
+        k = order[lo]!;
+        const s = starts[k]!;
+        const length = ends[k]! - s;
         const stop = Math.min(length, end - at);
         let i = d;
         while (i < stop && bytes[s + i] === text[at + i]) i++;
         if (!record) return i;
         if (i === length) {
           this.matchLengths[count] = length;
-          this.matchValues[count++] = this.values[lo]!;
+          this.matchValues[count++] = this.value(k);
         }
         return count;
       }
       const c = text[at + d]!;
       // (All of them going on with c, as texts with a long common prefix do: no search.)
-      if (bytes[starts[lo]! + d] !== c || bytes[starts[hi - 1]! + d] !== c) {
-        lo = bound(bytes, starts, lo, hi, d, c, false);
-        hi = bound(bytes, starts, lo, hi, d, c, true);
+      if (bytes[starts[order[lo]!]! + d] !== c || bytes[starts[order[hi - 1]!]! + d] !== c) {
+        lo = bound(bytes, starts, order, lo, hi, d, c, false);
+        hi = bound(bytes, starts, order, lo, hi, d, c, true);
         if (lo === hi) return record ? count : d;
       }
     }
   }
 
-  /** Sorts the run that starts at `a` on its bytes past the first EAGER (a stable sort: equal texts keep their order). */
-  private sortRun(a: number): void {
+  /**
+   * Puts the range that starts at `a` (texts equal in their first d bytes) in order of byte d,
+   * stable (equal texts keep their order), those that end at d first; marks each run of one byte
+   * value for the next level. Bytes the whole range shares are passed over with a count alone:
+   * the range is in order of them as it is.
+   */
+  private orderRange(a: number, d: number): void {
     const b = this.pending[a]!;
     this.pending[a] = 0;
-    const order = sortTexts(this.bytes, this.starts, this.lengths, a, b, EAGER);
-    const s = this.starts.slice(a, b);
-    const l = this.lengths.slice(a, b);
-    const v = this.values.slice(a, b);
-    for (let i = 0; i < order.length; i++) {
-      const k = order[i]! - a;
-      this.starts[a + i] = s[k]!;
-      this.lengths[a + i] = l[k]!;
-      this.values[a + i] = v[k]!;
+    const { bytes, starts, ends, order, scratch, counts } = this;
+    // Per byte value + 1 (0: the text ends here).
+    for (; ; d++) {
+      this.placed += b - a;
+      counts.fill(0);
+      for (let i = a; i < b; i++) {
+        const k = order[i]!;
+        const s = starts[k]!;
+        counts[ends[k]! - s > d ? bytes[s + d]! + 1 : 0]!++;
+      }
+      if (counts[0] !== 0 || counts[bytes[starts[order[a]!]! + d]! + 1] !== b - a) break;
     }
+    for (let c = 0, sum = a; c < 257; c++) {
+      const m = counts[c]!;
+      counts[c] = sum;
+      if (c > 0 && m > 1) {
+        this.pending[sum] = sum + m;
+        this.pendingDepth[sum] = d + 1;
+      }
+      sum += m;
+    }
+    for (let i = a; i < b; i++) {
+      const k = order[i]!;
+      const s = starts[k]!;
+      scratch[counts[ends[k]! - s > d ? bytes[s + d]! + 1 : 0]!++] = k;
+    }
+    order.set(scratch.subarray(a, b), a);
   }
 }
 
-/** The first of the sorted texts [lo, hi) whose byte d is above c (`above`), or at least c. */
-function bound(bytes: Uint8Array, starts: Uint32Array, lo: number, hi: number, d: number, c: number, above: boolean): number {
+/** The first of the ordered texts [lo, hi) whose byte d is above c (`above`), or at least c. */
+function bound(bytes: Uint8Array, starts: Uint32Array, order: Int32Array, lo: number, hi: number, d: number, c: number, above: boolean): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const b = bytes[starts[mid]! + d]!;
+    const b = bytes[starts[order[mid]!]! + d]!;
     if (b < c || (above && b === c)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
-}
-
-/**
- * Texts [a, b) (bytes[starts[i], starts[i] + lengths[i])), equal in their first `depth` bytes, in
- * byte order (a prefix first; equal texts in the order they were): their indexes. A radix sort
- * from the left, one byte a level, each run equal so far sorted again on its next byte, short
- * runs by insertion.
- */
-function sortTexts(bytes: Uint8Array, starts: Uint32Array, lengths: Uint32Array, a0: number, b0: number, depth0: number): Int32Array {
-  const order = new Int32Array(b0 - a0);
-  for (let i = 0; i < order.length; i++) order[i] = a0 + i;
-  const scratch = new Int32Array(order.length);
-  // Per byte value + 1 (0: the text ends here), counts and then where each run goes.
-  const counts = new Int32Array(257);
-  const byteAt = (k: number, depth: number) => (depth < lengths[k]! ? bytes[starts[k]! + depth]! + 1 : 0);
-  const stack: number[] = [0, order.length, depth0];
-  while (stack.length > 0) {
-    const depth = stack.pop()!;
-    const b = stack.pop()!;
-    const a = stack.pop()!;
-    if (b - a <= 16) {
-      // Insertion sort, stable.
-      for (let i = a + 1; i < b; i++) {
-        const k = order[i]!;
-        let j = i;
-        while (j > a && before(bytes, starts, lengths, k, order[j - 1]!, depth)) {
-          order[j] = order[j - 1]!;
-          j--;
-        }
-        order[j] = k;
-      }
-      continue;
-    }
-    counts.fill(0);
-    for (let i = a; i < b; i++) counts[byteAt(order[i]!, depth)]!++;
-    for (let c = 0, sum = a; c < 257; c++) {
-      const n = counts[c]!;
-      counts[c] = sum;
-      // Runs that go on past this byte; texts that end here are equal, already in order.
-      if (c > 0 && n > 1) stack.push(sum, sum + n, depth + 1);
-      sum += n;
-    }
-    for (let i = a; i < b; i++) {
-      const k = order[i]!;
-      scratch[counts[byteAt(k, depth)]!++] = k;
-    }
-    order.set(scratch.subarray(a, b), a);
-  }
-  return order;
-}
-
-/** Whether text x sorts strictly before text y, both equal in their first `depth` bytes. */
-function before(bytes: Uint8Array, starts: Uint32Array, lengths: Uint32Array, x: number, y: number, depth: number): boolean {
-  const sx = starts[x]!;
-  const sy = starts[y]!;
-  const lx = lengths[x]!;
-  const ly = lengths[y]!;
-  const l = Math.min(lx, ly);
-  for (let i = depth; i < l; i++) if (bytes[sx + i] !== bytes[sy + i]) return bytes[sx + i]! < bytes[sy + i]!;
-  return lx < ly;
 }
