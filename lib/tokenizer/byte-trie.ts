@@ -14,23 +14,38 @@
  * the first encode), and all walks together never cost more than ordering every text in full.
  */
 
+// A row of `rows` per text, in the order made so far: where the text starts in `bytes`, its
+// length, its index (for its value), and, for a range not yet ordered that starts at this row,
+// the range's end and depth. One row together: a step of a walk reads one place, not five arrays.
+const START = 0;
+const LENGTH = 1;
+const INDEX = 2;
+const PENDING_END = 3;
+const PENDING_DEPTH = 4;
+const ROW = 5;
+
 export class ByteTrie {
-  private readonly starts: Uint32Array;
-  private readonly ends: Uint32Array;
   private readonly values: ArrayLike<number> | undefined;
-  /** The texts (indexes into starts, ends and values) in the order made so far. */
-  private readonly order: Int32Array;
   /**
-   * Ranges whose texts share their first d bytes, not yet in order of byte d: their end and d,
-   * at their start (else 0). (A range and the first of its runs start at the same text: the
-   * depth says which one is waiting.)
+   * The rows (see ROW). PENDING_END and PENDING_DEPTH of row i: a range [i, end) whose texts
+   * share their first d bytes, not yet in order of byte d (0 where none starts). (A range and the
+   * first of its runs start at the same row: the depth says which one is waiting.)
    */
-  private readonly pending: Int32Array;
-  private readonly pendingDepth: Uint32Array;
-  /** Texts starting with byte c: [firstStart[c], firstStart[c + 1]). */
+  private readonly rows: Uint32Array;
+  /**
+   * Texts whose key is c: rows [firstStart[c], firstStart[c + 1]). The key is the first byte, or
+   * the first two (keyBytes 2: first * 257 + second + 1, or + 0 for a text of one byte).
+   */
   private readonly firstStart: Int32Array;
-  /** A range's texts during its ordering, and the counts of its byte values. */
-  private readonly scratch: Int32Array;
+  private readonly keyBytes: 1 | 2;
+  /**
+   * @internal Texts from which the first two bytes are the key: the constructor's table is then
+   * 256 * 257 entries (it would cost more than it saves for the few special tokens), and a range
+   * like Unigram's '▁' (0xe2 0x96 0x81, most of its 250 K tokens) is ordered from its third byte.
+   */
+  static twoBytesFrom = 4096;
+  /** A range's rows during its ordering (START, LENGTH, INDEX), and the counts of its byte values. */
+  private readonly scratch: Uint32Array;
   private readonly counts = new Int32Array(257);
   /** @internal Texts placed by orderRange so far, a pass each (for tests: the work done lazily). */
   placed = 0;
@@ -39,51 +54,60 @@ export class ByteTrie {
   readonly matchValues: Int32Array;
 
   /**
-   * Texts bytes[starts[k], ends[k]) with values values[k] (k itself without `values`), for each k
-   * of `texts` (default: all), in that order; of equal texts the later one is found (as
-   * naive_trie::insert overwrites). Empty texts are never matched. The arrays are kept, not
-   * copied.
+   * Texts bytes[starts[k], ends[k]) with values values[k] (k itself without `values`, which is
+   * kept, not copied), for each k of `texts` (default: all), in that order; of equal texts the
+   * later one is found (as naive_trie::insert overwrites). Empty texts are never matched.
    */
   constructor(
     private readonly bytes: Uint8Array,
-    starts: Uint32Array,
-    ends: Uint32Array,
+    starts: ArrayLike<number>,
+    ends: ArrayLike<number>,
     values?: ArrayLike<number>,
-    texts?: Int32Array,
+    texts?: ArrayLike<number>,
   ) {
-    this.starts = starts;
-    this.ends = ends;
     this.values = values;
     const count = texts === undefined ? starts.length : texts.length;
-    // By the first byte, stable (equal texts keep their order): counts, then places.
-    const firstStart = new Int32Array(258);
+    // Placed by the first byte (or two: see twoBytesFrom), stable (equal texts keep their
+    // order): counts, then places. Key: the first byte, or first * 257 + (second + 1, 0 for a
+    // text of one byte).
+    const two = count >= ByteTrie.twoBytesFrom;
+    this.keyBytes = two ? 2 : 1;
+    const keys = two ? 256 * 257 : 256;
+    const keyOf = (s: number, length: number) => (two ? bytes[s]! * 257 + (length > 1 ? bytes[s + 1]! + 1 : 0) : bytes[s]!);
+    const firstStart = new Int32Array(keys + 2);
     let longest = 0;
     for (let i = 0; i < count; i++) {
       const k = texts === undefined ? i : texts[i]!;
       const length = ends[k]! - starts[k]!;
       if (length <= 0) continue;
       if (length > longest) longest = length;
-      firstStart[bytes[starts[k]!]! + 2]!++;
+      firstStart[keyOf(starts[k]!, length) + 2]!++;
     }
-    for (let c = 2; c <= 257; c++) firstStart[c]! += firstStart[c - 1]!;
-    const n = firstStart[257]!;
-    const order = new Int32Array(n);
+    for (let c = 2; c <= keys + 1; c++) firstStart[c]! += firstStart[c - 1]!;
+    const n = firstStart[keys + 1]!;
+    const rows = new Uint32Array(n * ROW);
     for (let i = 0; i < count; i++) {
       const k = texts === undefined ? i : texts[i]!;
-      if (ends[k]! - starts[k]! > 0) order[firstStart[bytes[starts[k]!]! + 1]!++] = k;
+      const s = starts[k]!;
+      const length = ends[k]! - s;
+      if (length <= 0) continue;
+      const r = firstStart[keyOf(s, length) + 1]!++ * ROW;
+      rows[r + START] = s;
+      rows[r + LENGTH] = length;
+      rows[r + INDEX] = k;
     }
-    this.order = order;
-    this.pending = new Int32Array(n);
-    this.pendingDepth = new Uint32Array(n);
-    this.scratch = new Int32Array(n);
-    // firstStart[c + 1] now ends byte c's range, which starts at firstStart[c].
-    for (let c = 0; c < 256; c++) {
-      if (firstStart[c + 1]! - firstStart[c]! > 1) {
-        this.pending[firstStart[c]!] = firstStart[c + 1]!;
-        this.pendingDepth[firstStart[c]!] = 1;
+    // firstStart[c + 1] now ends key c's range, which starts at firstStart[c]; each range of
+    // more than one text waits for its order by the byte after the key's (texts of one byte,
+    // key % 257 === 0 with two, are equal).
+    for (let c = 0; c < keys; c++) {
+      if (firstStart[c + 1]! - firstStart[c]! > 1 && !(two && c % 257 === 0)) {
+        rows[firstStart[c]! * ROW + PENDING_END] = firstStart[c + 1]!;
+        rows[firstStart[c]! * ROW + PENDING_DEPTH] = this.keyBytes;
       }
     }
-    this.firstStart = firstStart.subarray(0, 257);
+    this.rows = rows;
+    this.scratch = new Uint32Array(n * 3);
+    this.firstStart = firstStart.subarray(0, keys + 1);
     this.matchLengths = new Int32Array(longest + 1);
     this.matchValues = new Int32Array(longest + 1);
   }
@@ -113,102 +137,124 @@ export class ByteTrie {
     return this.matchLengths[count - 1]!;
   }
 
-  private value(k: number): number {
+  private value(row: number): number {
+    const k = this.rows[row * ROW + INDEX]!;
     return this.values === undefined ? k : this.values[k]!;
   }
 
   /** Reads text[at, end) along the texts: the matches (`record`) or how far it went. */
   private follow(text: Uint8Array, at: number, end: number, record: boolean): number {
     if (at >= end) return 0;
-    const { bytes, starts, ends, order, pending } = this;
+    const { bytes, rows } = this;
     let count = 0;
-    let lo = this.firstStart[text[at]!]!;
-    let hi = this.firstStart[text[at]! + 1]!;
-    if (lo === hi) return 0;
-    // [lo, hi): the texts that start with text[at, at + d), in order of byte d (those that end
-    // at d first).
-    for (let d = 1; ; d++) {
-      if (pending[lo] !== 0 && this.pendingDepth[lo] === d) this.orderRange(lo, d);
-      let k = order[lo]!;
-      if (ends[k]! - starts[k]! === d) {
+    const table = this.firstStart;
+    let lo: number;
+    let hi: number;
+    let d = 1;
+    if (this.keyBytes === 1) {
+      lo = table[text[at]!]!;
+      hi = table[text[at]! + 1]!;
+      if (lo === hi) return 0;
+    } else {
+      const key = text[at]! * 257;
+      if (table[key] === table[key + 257]) return 0;
+      // The one-byte text (the last of equal ones), then the texts going on with the next byte.
+      if (table[key] !== table[key + 1]) {
+        if (record) {
+          this.matchLengths[count] = 1;
+          this.matchValues[count++] = this.value(table[key + 1]! - 1);
+        }
+      }
+      if (at + 1 >= end) return record ? count : 1;
+      lo = table[key + text[at + 1]! + 1]!;
+      hi = table[key + text[at + 1]! + 2]!;
+      if (lo === hi) return record ? count : 1;
+      d = 2;
+    }
+    for (; ; d++) {
+      if (rows[lo * ROW + PENDING_END] !== 0 && rows[lo * ROW + PENDING_DEPTH] === d) this.orderRange(lo, d);
+      if (rows[lo * ROW + LENGTH] === d) {
         // Of equal texts (in the order given), the last.
-        while (lo + 1 < hi && ends[order[lo + 1]!]! - starts[order[lo + 1]!]! === d) k = order[++lo]!;
+        while (lo + 1 < hi && rows[(lo + 1) * ROW + LENGTH] === d) lo++;
         if (record) {
           this.matchLengths[count] = d;
-          this.matchValues[count++] = this.value(k);
+          this.matchValues[count++] = this.value(lo);
         }
         lo++;
       }
       if (lo === hi || at + d >= end) return record ? count : d;
       if (hi - lo === 1) {
         // One text left: compare on.
-        k = order[lo]!;
-        const s = starts[k]!;
-        const length = ends[k]! - s;
+        const s = rows[lo * ROW + START]!;
+        const length = rows[lo * ROW + LENGTH]!;
         const stop = Math.min(length, end - at);
         let i = d;
         while (i < stop && bytes[s + i] === text[at + i]) i++;
         if (!record) return i;
         if (i === length) {
           this.matchLengths[count] = length;
-          this.matchValues[count++] = this.value(k);
+          this.matchValues[count++] = this.value(lo);
         }
         return count;
       }
       const c = text[at + d]!;
       // (All of them going on with c, as texts with a long common prefix do: no search.)
-      if (bytes[starts[order[lo]!]! + d] !== c || bytes[starts[order[hi - 1]!]! + d] !== c) {
-        lo = bound(bytes, starts, order, lo, hi, d, c, false);
-        hi = bound(bytes, starts, order, lo, hi, d, c, true);
+      if (bytes[rows[lo * ROW + START]! + d] !== c || bytes[rows[(hi - 1) * ROW + START]! + d] !== c) {
+        lo = bound(bytes, rows, lo, hi, d, c, false);
+        hi = bound(bytes, rows, lo, hi, d, c, true);
         if (lo === hi) return record ? count : d;
       }
     }
   }
 
   /**
-   * Puts the range that starts at `a` (texts equal in their first d bytes) in order of byte d,
-   * stable (equal texts keep their order), those that end at d first; marks each run of one byte
-   * value for the next level. Bytes the whole range shares are passed over with a count alone:
-   * the range is in order of them as it is.
+   * Puts the range that starts at row `a` (texts equal in their first d bytes) in order of byte
+   * d, stable (equal texts keep their order), those that end at d first; marks each run of one
+   * byte value for the next level. Bytes the whole range shares are passed over with a count
+   * alone: the range is in order of them as it is.
    */
   private orderRange(a: number, d: number): void {
-    const b = this.pending[a]!;
-    this.pending[a] = 0;
-    const { bytes, starts, ends, order, scratch, counts } = this;
+    const { bytes, rows, scratch, counts } = this;
+    const b = rows[a * ROW + PENDING_END]!;
+    rows[a * ROW + PENDING_END] = 0;
+    rows[a * ROW + PENDING_DEPTH] = 0;
     // Per byte value + 1 (0: the text ends here).
     for (; ; d++) {
       this.placed += b - a;
       counts.fill(0);
-      for (let i = a; i < b; i++) {
-        const k = order[i]!;
-        const s = starts[k]!;
-        counts[ends[k]! - s > d ? bytes[s + d]! + 1 : 0]!++;
-      }
-      if (counts[0] !== 0 || counts[bytes[starts[order[a]!]! + d]! + 1] !== b - a) break;
+      for (let r = a * ROW; r < b * ROW; r += ROW) counts[rows[r + LENGTH]! > d ? bytes[rows[r + START]! + d]! + 1 : 0]!++;
+      if (counts[0] !== 0 || counts[bytes[rows[a * ROW + START]! + d]! + 1] !== b - a) break;
     }
     for (let c = 0, sum = a; c < 257; c++) {
       const m = counts[c]!;
-      counts[c] = sum;
+      counts[c] = sum - a;
       if (c > 0 && m > 1) {
-        this.pending[sum] = sum + m;
-        this.pendingDepth[sum] = d + 1;
+        rows[sum * ROW + PENDING_END] = sum + m;
+        rows[sum * ROW + PENDING_DEPTH] = d + 1;
       }
       sum += m;
     }
-    for (let i = a; i < b; i++) {
-      const k = order[i]!;
-      const s = starts[k]!;
-      scratch[counts[ends[k]! - s > d ? bytes[s + d]! + 1 : 0]!++] = k;
+    for (let r = a * ROW; r < b * ROW; r += ROW) {
+      const s = rows[r + START]!;
+      const length = rows[r + LENGTH]!;
+      const to = counts[length > d ? bytes[s + d]! + 1 : 0]!++ * 3;
+      scratch[to] = s;
+      scratch[to + 1] = length;
+      scratch[to + 2] = rows[r + INDEX]!;
     }
-    order.set(scratch.subarray(a, b), a);
+    for (let i = 0, r = a * ROW; i < (b - a) * 3; i += 3, r += ROW) {
+      rows[r + START] = scratch[i]!;
+      rows[r + LENGTH] = scratch[i + 1]!;
+      rows[r + INDEX] = scratch[i + 2]!;
+    }
   }
 }
 
 /** The first of the ordered texts [lo, hi) whose byte d is above c (`above`), or at least c. */
-function bound(bytes: Uint8Array, starts: Uint32Array, order: Int32Array, lo: number, hi: number, d: number, c: number, above: boolean): number {
+function bound(bytes: Uint8Array, rows: Uint32Array, lo: number, hi: number, d: number, c: number, above: boolean): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const b = bytes[starts[order[mid]!]! + d]!;
+    const b = bytes[rows[mid * ROW + START]! + d]!;
     if (b < c || (above && b === c)) lo = mid + 1;
     else hi = mid;
   }

@@ -1,7 +1,7 @@
 // The trie under the Unigram and RWKV tokenizers and the special-token split: on random sets of
 // byte strings (duplicates, prefixes of one another, empty ones, bytes 0 and 255) it finds what
 // a brute-force scan of the strings finds.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ByteTrie } from '../../lib/tokenizer/byte-trie.js';
 
 /** The trie of `texts` (value: index), over one buffer as the tokenizers lay them out. */
@@ -15,7 +15,7 @@ function trieOf(texts: number[][]): ByteTrie {
     at += t.length;
     ends.push(at);
   }
-  return new ByteTrie(bytes, Uint32Array.from(starts), Uint32Array.from(ends), texts.map((_, i) => i));
+  return new ByteTrie(bytes, starts, ends, texts.map((_, i) => i));
 }
 
 const startsWith = (text: Uint8Array, at: number, end: number, t: number[]) => t.length <= end - at && t.every((b, i) => text[at + i] === b);
@@ -41,7 +41,13 @@ function deepest(texts: number[][], text: Uint8Array, at: number, end: number): 
 }
 
 describe('ByteTrie', () => {
-  it('finds what a scan of the strings finds: 400 random sets, every position of 5 texts each', () => {
+  // Keyed by the first byte (small sets) and by the first two (large ones: forced here).
+  it.each([['one byte', 4096], ['two bytes', 0]])('finds what a scan of the strings finds: 400 random sets, every position of 5 texts each (key: %s)', (_, twoBytesFrom) => {
+    const saved = ByteTrie.twoBytesFrom;
+    ByteTrie.twoBytesFrom = twoBytesFrom;
+    onTestFinished(() => {
+      ByteTrie.twoBytesFrom = saved;
+    });
     let s = 99;
     const next = (n: number) => {
       s = (Math.imul(s, 1103515245) + 12345) >>> 0;
