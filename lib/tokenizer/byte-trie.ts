@@ -44,8 +44,7 @@ export class ByteTrie {
    * like Unigram's '▁' (0xe2 0x96 0x81, most of its 250 K tokens) is ordered from its third byte.
    */
   static twoBytesFrom = 4096;
-  /** A range's rows during its ordering (START, LENGTH, INDEX), and the counts of its byte values. */
-  private readonly scratch: Uint32Array;
+  /** The counts of a range's byte values during its ordering. */
   private readonly counts = new Int32Array(257);
   /** @internal Texts placed by orderRange so far, a pass each (for tests: the work done lazily). */
   placed = 0;
@@ -106,7 +105,6 @@ export class ByteTrie {
       }
     }
     this.rows = rows;
-    this.scratch = new Uint32Array(n * 3);
     this.firstStart = firstStart.subarray(0, keys + 1);
     this.matchLengths = new Int32Array(longest + 1);
     this.matchValues = new Int32Array(longest + 1);
@@ -214,7 +212,7 @@ export class ByteTrie {
    * alone: the range is in order of them as it is.
    */
   private orderRange(a: number, d: number): void {
-    const { bytes, rows, scratch, counts } = this;
+    const { bytes, rows, counts } = this;
     const b = rows[a * ROW + PENDING_END]!;
     rows[a * ROW + PENDING_END] = 0;
     rows[a * ROW + PENDING_DEPTH] = 0;
@@ -234,6 +232,8 @@ export class ByteTrie {
       }
       sum += m;
     }
+    // The range's rows (START, LENGTH, INDEX) in their new order, then back.
+    const scratch = new Uint32Array((b - a) * 3);
     for (let r = a * ROW; r < b * ROW; r += ROW) {
       const s = rows[r + START]!;
       const length = rows[r + LENGTH]!;
