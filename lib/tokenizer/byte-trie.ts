@@ -5,10 +5,10 @@
  * cubic in the text.
  *
  * Compact rather than a node per byte: the texts in one array, each step narrows the range of
- * those that share the prefix read so far (by the first byte through a table, then by binary
- * search, then by comparing on once a single text is left). The order is made lazily, one byte
- * a level: the constructor places the texts by their first byte (a counting sort, two passes);
- * a range is put in order of its next byte when a walk first enters it. A walk pays for the
+ * those that share the prefix read so far (by the first byte or two through a table, then by
+ * binary search, then by comparing on once a single text is left). The order is made lazily, one
+ * byte a level: the constructor places the texts by their first byte or two (a counting sort,
+ * two passes); a range is put in order of its next byte when a walk first enters it. A walk pays for the
  * ranges on its path, each once: opening a 250 K-token Unigram vocabulary and encoding a
  * sentence orders a few of them, not the vocabulary (sorting it all at once was 150-300 ms of
  * the first encode), and all walks together never cost more than ordering every text in full.
