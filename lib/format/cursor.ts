@@ -22,7 +22,8 @@ export class Cursor {
   /** For guessing a header's length when it runs past the view (see headerLengthGuess). */
   tensorsLeft = 0;
   keysLeft = 0;
-  arrayEndGuess = 0;
+  /** Where a string array cut short by the view may end (a count of its strings so far: called only when asked). */
+  arrayEndGuess: () => number = () => 0;
 
   constructor(
     readonly view: DataView,

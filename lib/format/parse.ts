@@ -80,8 +80,11 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
     if (error instanceof GgufError && error.code === 'HEADER_TOO_LARGE') {
       // What is left after the string array cut short, guessed from its elements so far: tensor
       // infos (their count is known) and keys after it (a few hundred bytes each at most).
-      const guess = Math.max(error.offset, cur.arrayEndGuess) + cur.tensorsLeft * TENSOR_INFO_GUESS + cur.keysLeft * KEY_GUESS;
-      estimates.set(error, Math.min(fileSize, guess));
+      // Worked out when asked for: only a reader over HTTP asks, and counting the array's strings
+      // so far was most of opening a 128k vocabulary past the first window (~5 ms of JS).
+      const { arrayEndGuess, tensorsLeft, keysLeft } = cur;
+      const at = error.offset;
+      estimates.set(error, () => Math.min(fileSize, Math.max(at, arrayEndGuess()) + tensorsLeft * TENSOR_INFO_GUESS + keysLeft * KEY_GUESS));
     }
     throw error;
   }
@@ -90,7 +93,7 @@ export function parseLayout(view: DataView, fileSize: number, limits: ParseLimit
 // Bytes of one tensor info and one key-value pair, for guessing a header's length.
 const TENSOR_INFO_GUESS = 96;
 const KEY_GUESS = 256;
-const estimates = new WeakMap<GgufError, number>();
+const estimates = new WeakMap<GgufError, number | (() => number)>();
 
 /**
  * For a HEADER_TOO_LARGE from parseLayout: a guess of the whole header's length, from how far the
@@ -98,7 +101,10 @@ const estimates = new WeakMap<GgufError, number>();
  * fetches a header in pieces (over HTTP). Undefined for any other error.
  */
 export function headerLengthGuess(error: unknown): number | undefined {
-  return error instanceof GgufError ? estimates.get(error) : undefined;
+  if (!(error instanceof GgufError)) return undefined;
+  let guess = estimates.get(error);
+  if (typeof guess === 'function') estimates.set(error, (guess = guess()));
+  return guess;
 }
 
 function parseFrom(cur: Cursor, view: DataView, fileSize: number, limits: ParseLimits): GgufLayout {
@@ -288,8 +294,11 @@ function skipStrings(cur: Cursor, count: number): void {
   } catch (error) {
     // Past the window: where the array may end, from the elements walked so far.
     if (error instanceof GgufError && error.code === 'HEADER_TOO_LARGE') {
-      const walked = countStrings(cur.view, first, stop, cur.countSize, cur.littleEndian);
-      if (walked > 0) cur.arrayEndGuess = stop + Math.ceil(((stop - first) / walked) * (count - walked));
+      const { view, countSize, littleEndian } = cur;
+      cur.arrayEndGuess = () => {
+        const walked = countStrings(view, first, stop, countSize, littleEndian);
+        return walked > 0 ? stop + Math.ceil(((stop - first) / walked) * (count - walked)) : 0;
+      };
     }
     throw error;
   }

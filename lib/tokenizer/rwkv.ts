@@ -51,16 +51,14 @@ function trieOf(vocab: Vocabulary): ByteTrie {
     const all = new Uint8Array(total);
     const starts = new Uint32Array(vocab.size);
     const ends = new Uint32Array(vocab.size);
-    const ids = new Int32Array(vocab.size);
     let at = 0;
     for (let id = 0; id < vocab.size; id++) {
       all.set(texts[id]!, at);
       starts[id] = at;
       at += texts[id]!.length;
       ends[id] = at;
-      ids[id] = id;
     }
-    trie = new ByteTrie(all, starts, ends, ids);
+    trie = new ByteTrie(all, starts, ends);
     tries.set(vocab, trie);
   }
   return trie;

@@ -21,21 +21,19 @@ export class UgmSession {
   private readonly userDefined: ByteTrie | undefined;
 
   constructor(private readonly vocab: Vocabulary) {
+    // One pass over the types for each (no per-token call: a 250 K-token vocabulary's first
+    // encode builds this).
+    const normal = vocab.idsWithAttr(ATTR_NORMAL);
     let min = Number.MAX_VALUE;
-    const trieIds: number[] = [];
-    const userIds: number[] = [];
-    for (let id = 0; id < vocab.size; id++) {
-      const a = vocab.attr(id);
-      if (a & ATTR_NORMAL) min = Math.min(min, Math.fround(vocab.score(id)));
-      if (a & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)) trieIds.push(id);
-      if (a & ATTR_USER_DEFINED) userIds.push(id);
-    }
+    const scores = vocab.scores;
+    if (scores !== undefined) for (let i = 0; i < normal.length; i++) min = Math.min(min, Math.fround(scores[normal[i]!]!));
+    else if (normal.length > 0) min = 0;
     // FLT_MAX when there is no normal token, as llama.cpp's float.
     if (min === Number.MAX_VALUE) min = 3.4028234663852886e38;
     this.unknownScore = Math.fround(min - 10);
-    const trieOf = (ids: number[]) => new ByteTrie(vocab.bytes, ids.map((id) => vocab.starts[id]!), ids.map((id) => vocab.ends[id]!), ids);
-    this.tokens = trieOf(trieIds);
-    this.userDefined = userIds.length === 0 ? undefined : trieOf(userIds);
+    this.tokens = new ByteTrie(vocab.bytes, vocab.starts, vocab.ends, undefined, vocab.idsWithAttr(ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED));
+    const userIds = vocab.idsWithAttr(ATTR_USER_DEFINED);
+    this.userDefined = userIds.length === 0 ? undefined : new ByteTrie(vocab.bytes, vocab.starts, vocab.ends, undefined, userIds);
     const map = vocab.charsmap;
     if (map !== undefined && map.length > 0) {
       if (map.length < 4) throw new GgufError('UNSUPPORTED_TOKENIZER', 'precompiled_charsmap too small for its header', 0);

@@ -4,6 +4,7 @@
 // llama_tokenize(text, add_special = true, parse_special = true) of the shared texts
 // (../shared/tokenizer/expected, `special`), with templates that print a message's content
 // verbatim, with and without the BOS text, on vocabularies that add BOS and ones that do not.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { GgufError, editMetadata, encodeGguf, openGguf, parseGguf, type GgufFile } from '../../lib/index.js';
@@ -81,6 +82,40 @@ describe.skipIf(SKIP_SHARED)('applyChatTemplate({ tokenize: true }) as llama.cpp
     expect(error?.code).toBe('CHAT_TEMPLATE_ERROR');
     expect(error?.message).toContain('TemplateError: no');
     expect(() => raises.applyChatTemplate([], { tokenize: true, name: 'rag' })).toThrow(/has no tokenizer\.chat_template\.rag/);
+  });
+});
+
+// Every shared vocabulary that carries its own template (command-r, gemma-4, phi-3, qwen2,
+// qwen35): conversations with and without tools, rendered by jinja2 and turned into ids by
+// llama.cpp v0.5.0's server rule (scripts/chat-ids-truth.ts wrote them).
+interface OwnTemplateCase {
+  vocab: string;
+  id: string;
+  messages: Array<{ role: string; content: string }>;
+  tools?: object[];
+  text: string;
+  ids: number[];
+}
+
+describe.skipIf(SKIP_SHARED)("applyChatTemplate({ tokenize: true }) with the shared vocabularies' own templates", () => {
+  const cases = readJson<OwnTemplateCase[]>(join(import.meta.dirname, 'own-templates-expected.json'));
+  it('covers every shared vocabulary that has a template', () => {
+    const withTemplate = readdirSync(sharedPath('tokenizer', 'vocab'))
+      .filter((f) => f.endsWith('.gguf'))
+      .filter((f) => {
+        using g = openGguf(sharedPath('tokenizer', 'vocab', f));
+        return g.metadata.has('tokenizer.chat_template');
+      })
+      .map((f) => f.slice('ggml-vocab-'.length, -'.gguf'.length))
+      .sort();
+    expect([...new Set(cases.map((c) => c.vocab))]).toEqual(withTemplate);
+    expect(withTemplate.length).toBeGreaterThanOrEqual(5);
+  });
+  it.each(cases.map((c) => [`${c.vocab} ${c.id}`, c] as const))('%s: the text and the ids llama.cpp feeds the model', (_, c) => {
+    using file = openGguf(sharedPath('tokenizer', 'vocab', `ggml-vocab-${c.vocab}.gguf`));
+    const options = { tools: c.tools, addGenerationPrompt: true };
+    expect(file.applyChatTemplate(c.messages, options)).toBe(c.text);
+    expect(Array.from(file.applyChatTemplate(c.messages, { ...options, tokenize: true }))).toEqual(c.ids);
   });
 });
 

@@ -1,7 +1,7 @@
 // The trie under the Unigram and RWKV tokenizers and the special-token split: on random sets of
 // byte strings (duplicates, prefixes of one another, empty ones, bytes 0 and 255) it finds what
 // a brute-force scan of the strings finds.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ByteTrie } from '../../lib/tokenizer/byte-trie.js';
 
 /** The trie of `texts` (value: index), over one buffer as the tokenizers lay them out. */
@@ -41,7 +41,13 @@ function deepest(texts: number[][], text: Uint8Array, at: number, end: number): 
 }
 
 describe('ByteTrie', () => {
-  it('finds what a scan of the strings finds: 400 random sets, every position of 5 texts each', () => {
+  // Keyed by the first byte (small sets) and by the first two (large ones: forced here).
+  it.each([['one byte', 4096], ['two bytes', 0]])('finds what a scan of the strings finds: 400 random sets, every position of 5 texts each (key: %s)', (_, twoBytesFrom) => {
+    const saved = ByteTrie.twoBytesFrom;
+    ByteTrie.twoBytesFrom = twoBytesFrom;
+    onTestFinished(() => {
+      ByteTrie.twoBytesFrom = saved;
+    });
     let s = 99;
     const next = (n: number) => {
       s = (Math.imul(s, 1103515245) + 12345) >>> 0;
@@ -79,5 +85,29 @@ describe('ByteTrie', () => {
     for (let at = 0; at < text.length; at++) total += trie.walk(text, at, text.length);
     expect(total).toBe(10_000 + 9_999);
     expect(trie.deepest(text, 0, text.length)).toBe(10_000);
+  });
+
+  it('orders only the texts a walk passes through (a word over 200 K texts orders its letters\' ranges; all walks together at most every text byte)', () => {
+    let s = 5;
+    const next = (n: number) => {
+      s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+      return (s >>> 8) % n;
+    };
+    // 200 K texts of 1-12 letters, as a vocabulary's words.
+    const texts = Array.from({ length: 200_000 }, () => Array.from({ length: 1 + next(12) }, () => 97 + next(26)));
+    const trie = trieOf(texts);
+    const text = new TextEncoder().encode('fox');
+    for (let at = 0; at < text.length; at++) trie.walk(text, at, text.length);
+    // Each first letter's range is ~7.7 K texts; a walk orders it and the few hundred under its
+    // next letter: three of them, not the 200 K that sorting up front placed.
+    expect(trie.placed).toBeLessThan(3 * 9_000);
+    expect(trie.placed).toBeGreaterThan(0);
+    // Ranges are ordered once: walking it all again places nothing more.
+    const after = trie.placed;
+    for (let at = 0; at < text.length; at++) trie.walk(text, at, text.length);
+    expect(trie.placed).toBe(after);
+    const all = Uint8Array.from(texts.flat());
+    for (let at = 0; at < 20_000; at++) trie.walk(all, at, all.length);
+    expect(trie.placed).toBeLessThanOrEqual(all.length);
   });
 });
