@@ -4,7 +4,7 @@
 # (scripts/runtime-smoke.ts), a mapped file truncated from the Linux side
 # (scripts/windows-lost-pages.ts: zeros, then FILE_CHANGED), and the vitest suite (without the
 # tests that need fetch: vitest.config.ts). Needs Debian's wine (scripts/install-ci-packages.sh
-# installs it for CI) and `npm run build:ts` first.
+# installs it for CI) and `npm run build:ts` first. Arguments go to vitest (e.g. test files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wine >/dev/null; then
@@ -57,21 +57,27 @@ fi
 echo "ok    a file cut short from outside: the lost pages read zeros, then FILE_CHANGED"
 
 echo "== the vitest suite under wine"
-# vitest's bundler needs its Windows binding beside the Linux one (same version, not saved), and
-# Node 22 needs ProcessPrng, which wine 8's bcryptprimitives.dll lacks (scripts/wine/process-prng.c).
-binding=node_modules/@rolldown/binding-win32-x64-msvc
-if [ ! -f "$binding/package.json" ]; then
-  version=$(node -p "require('./node_modules/@rolldown/binding-linux-x64-gnu/package.json').version")
-  (cd "$work" && npm pack --silent "@rolldown/binding-win32-x64-msvc@$version" >/dev/null)
-  mkdir -p "$binding"
-  tar xzf "$work"/rolldown-binding-win32-x64-msvc-*.tgz -C "$binding" --strip-components=1
-fi
+# vitest's bundler (rolldown) and the browser build's tests' bundler (esbuild) need their Windows
+# binaries beside the Linux ones (same version, not saved), and Node 22 needs ProcessPrng, which
+# wine 8's bcryptprimitives.dll lacks (scripts/wine/process-prng.c).
+windows_twin() { # the Linux package present, its Windows twin
+  local twin=node_modules/$2
+  [ -f "$twin/package.json" ] && return 0
+  local version
+  version=$(node -p "require('./node_modules/$1/package.json').version")
+  (cd "$work" && rm -f ./*.tgz && npm pack --silent "$2@$version" >/dev/null)
+  mkdir -p "$twin"
+  tar xzf "$work"/*.tgz -C "$twin" --strip-components=1
+  rm -f "$work"/*.tgz
+}
+windows_twin @rolldown/binding-linux-x64-gnu @rolldown/binding-win32-x64-msvc
+windows_twin @esbuild/linux-x64 @esbuild/win32-x64
 prng="$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
 if ! grep -q ProcessPrng "$prng" 2>/dev/null; then
   x86_64-w64-mingw32-gcc -shared -O2 -o "$work/bcryptprimitives.dll" scripts/wine/process-prng.c -ladvapi32
   cp "$work/bcryptprimitives.dll" "$prng"
 fi
 status=0
-NO_COLOR=1 run "$work/vitest" node_modules/vitest/vitest.mjs run >"$work/vitest.txt" || status=$?
+NO_COLOR=1 run "$work/vitest" node_modules/vitest/vitest.mjs run "$@" >"$work/vitest.txt" || status=$?
 grep -vE '^ +(✓|↓) ' "$work/vitest.txt" | tail -60 # what failed or was skipped, and the totals
 exit $status
