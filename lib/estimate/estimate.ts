@@ -5,7 +5,16 @@ import { contextGeometry, type KvCacheEstimate } from './context-geometry.js';
 import { estimateKvCache } from './kv-cache.js';
 import { readModelShape, type ModelShape } from './model-shape.js';
 import { MAX_CONTEXT_SIZE, resolveOptions, type EstimateOptions, type ResolvedOptions } from './options.js';
-import { estimateWeights, type WeightsEstimate } from './weights.js';
+import { estimateWeights, skippedTensor, type WeightsEstimate } from './weights.js';
+import { estimateGpuWeights, GPU_BUFFERS, layerOnGpu, type GpuBufferName, type GpuWeights } from './gpu-weights.js';
+import { estimateGpuCompute } from './gpu-compute.js';
+
+/** One llama.cpp buffer type's share, bytes. */
+export interface BufferEstimate {
+  readonly weights: number;
+  readonly kvCache: number;
+  readonly compute: number;
+}
 
 export interface MemoryEstimate {
   readonly architecture: string;
@@ -32,6 +41,14 @@ export interface MemoryEstimate {
   readonly computeMethod: 'replayed' | 'moments';
   /** weights + kvCache + output + compute. */
   readonly total: number;
+  /**
+   * With `gpu`: the figures by llama.cpp buffer type (CUDA0: the GPU; CUDA_Host: pinned host
+   * memory; CPU: plain host memory), as its memory breakdown names them; `weights`, `kvCache`
+   * and `compute` are their sums. Absent without `gpu`.
+   */
+  readonly buffers?: Readonly<Record<GpuBufferName, BufferEstimate>>;
+  /** With `gpu`: the buffer the output (logits) buffer is in: pinned when the output layer is on the GPU. */
+  readonly outputBuffer?: 'CUDA_Host' | 'CPU';
 }
 
 function featureSet(options: EstimateOptions): ReadonlySet<string> {
@@ -46,7 +63,8 @@ function memoryBesideCompute(shape: ModelShape, options: EstimateOptions): { set
   return { settings, kv, output: shape.vocabularySize * settings.sequences * 4 };
 }
 
-function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions, weights: WeightsEstimate, computeCache?: Map<string, number>): MemoryEstimate {
+function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions, weights: WeightsEstimate, computeCache?: Map<string, number>, gpuWeights?: GpuWeights): MemoryEstimate {
+  if (options.gpu !== undefined) return estimateWithGpu(file, shape, options, weights, gpuWeights ?? gpuWeightsOf(file, shape, options), computeCache);
   const { settings, kv, output } = memoryBesideCompute(shape, options);
   const geometry = contextGeometry(settings);
   const compute = estimateCompute(shape, settings, kv, computeCache);
@@ -63,6 +81,44 @@ function estimateFor(file: GgufFile, shape: ModelShape, options: EstimateOptions
     compute,
     computeMethod: graphModelled(shape) ? 'replayed' : 'moments',
     total: weights.total + kv.total + output + compute,
+  };
+}
+
+function gpuWeightsOf(file: GgufFile, shape: ModelShape, options: EstimateOptions): GpuWeights {
+  return estimateGpuWeights(file, shape, resolveOptions(options, shape.trainedContext).gpuLayers, skippedTensor(file));
+}
+
+/** The estimate with a CUDA device beside the CPU, split by buffer type. */
+function estimateWithGpu(file: GgufFile, shape: ModelShape, options: EstimateOptions, cpuWeights: WeightsEstimate, weights: GpuWeights, computeCache?: Map<string, number>): MemoryEstimate {
+  const settings = resolveOptions(options, shape.trainedContext);
+  const onGpu = (il: number) => layerOnGpu(il, shape.layerCount, settings.gpuLayers);
+  const kv = estimateKvCache(shape, settings, onGpu);
+  const output = shape.vocabularySize * settings.sequences * 4;
+  const geometry = contextGeometry(settings);
+  const compute = estimateGpuCompute(file, shape, settings, kv, onGpu);
+  const buffers = Object.fromEntries(GPU_BUFFERS.map((name) => [name, {
+    weights: weights[name],
+    kvCache: name === 'CUDA_Host' ? 0 : kv.byBuffer![name],
+    compute: compute[name],
+  }])) as Record<GpuBufferName, BufferEstimate>;
+  const sum = (key: keyof BufferEstimate) => GPU_BUFFERS.reduce((s, name) => s + buffers[name][key], 0);
+  const totals = { weights: sum('weights'), kvCache: sum('kvCache'), compute: sum('compute') };
+  return {
+    architecture: shape.architecture,
+    settings,
+    contextSize: geometry.contextSize,
+    weights: totals.weights,
+    // pinned host memory is never repacked
+    repacked: 0,
+    weightsDetail: { ...cpuWeights, total: totals.weights, repacked: 0, repackedByLayout: {}, amx: 0 },
+    kvCache: totals.kvCache,
+    kvCacheDetail: kv,
+    output,
+    compute: totals.compute,
+    computeMethod: graphModelled(shape) ? 'replayed' : 'moments',
+    total: totals.weights + totals.kvCache + output + totals.compute,
+    buffers,
+    outputBuffer: onGpu(shape.layerCount) ? 'CUDA_Host' : 'CPU',
   };
 }
 

@@ -2,6 +2,7 @@ import { ComputeGraph } from './compute-graph.js';
 import type { ReserveShape } from './reserve-shape.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
+import { kvRowBytes, type KvCacheType } from './options.js';
 import { gatedDeltaNetMixer, mamba2Mixer, mambaMixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
 import { mlaAttention, mlaCacheInputs, mlaDecompressedModelled, mlaDecompressedQkv, mlaModelled } from './mla-graph.js';
 import { msaAttention, msaEnabled, msaInputs } from './msa-graph.js';
@@ -28,8 +29,8 @@ interface CacheInputs {
  * nothing; what is alive at once, and the holes between, decide the buffer. The graph is built in
  * the order llama.cpp builds it (build_inp_embd, build_attn, build_moe_ffn expand the same nodes).
  */
-export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGraph {
-  const g = new ComputeGraph();
+export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = false): ComputeGraph {
+  const g = new ComputeGraph(detailed);
   const T = r.tokens;
   const O = r.outputs;
   const E = shape.embeddingLength;
@@ -139,6 +140,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       if (skipped) inpL = g.op(cur.bytes, [inpL, g.op(cur.bytes, [skip, g.external], cur.layout, { inplace: true })], cur.layout, { inplace: true });
     }
   }
+  g.outputLayer();
   let out = g.norm(inpL);
   if (shape.rule.lateOutputRows === true) out = g.op(E * O * F32, [out, outIds], act(E, O));
   g.expand(g.op(shape.vocabularySize * O * F32, [g.external, out], 'logits', { output: true }));
@@ -186,7 +188,9 @@ function attentionBlock(
   // separate projections, or views of one fused QKV (not contiguous: copied where a kernel needs rows)
   const qkv = fusedQkv ? g.op((qWidth + layer.kWidth + layer.vWidth) * T * F32, [g.external, x], 'qkv') : undefined;
   const project = (width: number, name: string) =>
-    qkv !== undefined ? g.view(qkv, `${name}-view`, width * T * F32) : g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`);
+    qkv !== undefined
+      ? g.view(qkv, `${name}-view`, width * T * F32, [], ((T - 1) * (qWidth + layer.kWidth + layer.vWidth) + width) * F32)
+      : g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`);
   // views of the fused QKV are the only operands here that are not contiguous rows
   const contiguous = (t: GraphTensor) => qkv === undefined || t.viewOf !== qkv;
   // rope in place over the heads (a new tensor when its source is a view of the fused QKV)
@@ -241,16 +245,20 @@ function attentionBlock(
   const vRows = r.flash || contiguous(v) ? g.view(v, 'v-rows') : g.op(v.bytes, [v], 'v-rows');
   g.expand(g.view(g.external, 'cache-v', 0, [vRows, inputs.vIdx]));
 
+  // the layer's K and V as attention reads them (all cells of every stream)
+  const cells = inputs.cells * r.streams;
+  // (viewed per head: rows of the head size; V without flash attention is transposed: rows of cells)
+  const kView = () => g.cacheView(kvRowBytes(r.typeK as KvCacheType, layer.kWidth) * cells, r.typeK, headK);
+  const vView = () => g.cacheView(kvRowBytes(r.typeV as KvCacheType, layer.vWidth) * cells, r.typeV, r.flash ? headV : inputs.cells);
   if (r.flash) {
-    const cells = inputs.cells * r.streams;
-    const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [g.external], 'k-f16') : g.external;
-    const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [g.external], 'v-f16') : g.external;
+    const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [kView()], 'k-f16') : kView();
+    const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [vView()], 'v-f16') : vView();
     const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], 'fa');
     out = g.view(fa, `f32:${attnWidth}x${T}`);
   } else {
-    const kq = g.op(inputs.cells * T * layer.headCount * F32, [g.external, qHeads], 'kq');
+    const kq = g.op(inputs.cells * T * layer.headCount * F32, [kView(), qHeads], 'kq');
     const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
-    const kqv = g.op(attnWidth * T * F32, [g.external, softmax], 'kqv');
+    const kqv = g.op(attnWidth * T * F32, [vView(), softmax], 'kqv');
     out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `f32:${attnWidth}x${T}`);
   }
   g.expand(out);

@@ -1,0 +1,129 @@
+import type { GgufFile } from '../file/gguf-file.js';
+import type { GgufTensor } from '../file/tensor.js';
+import type { KvCacheEstimate } from './context-geometry.js';
+import { cudaTensorBytes, type GpuBufferName } from './gpu-weights.js';
+import type { ModelShape } from './model-shape.js';
+import { KV_TYPE_SIZE, type KvCacheType, type ResolvedOptions } from './options.js';
+import { estimateCompute, graphModelled, reserveShape } from './compute.js';
+import { transformerGraph } from './transformer-graph.js';
+import { OUTPUT_LAYER, type GraphTensor } from './graph-allocator.js';
+import { GPU, HOST, scheduleGraph } from './gpu-schedule.js';
+import type { ReserveShape } from './reserve-shape.js';
+
+/** GGML_OP_OFFLOAD_MIN_BATCH's default: ops of fewer rows stay where their host weights are. */
+const OFFLOAD_MIN_BATCH = 32;
+
+/** The file's weights by llama.cpp layer (-1: input layer; OUTPUT_LAYER: output layer). */
+function weightsByLayer(file: GgufFile): Map<number, GgufTensor[]> {
+  const byLayer = new Map<number, GgufTensor[]>();
+  const add = (layer: number, t: GgufTensor) => {
+    const list = byLayer.get(layer);
+    if (list === undefined) byLayer.set(layer, [t]);
+    else list.push(t);
+  };
+  for (const t of file.tensors) {
+    const m = /^blk\.(\d+)\./.exec(t.name);
+    if (m !== null) add(Number(m[1]), t);
+    else if (/^(token_embd|position_embd|token_types|per_layer_token_embd)\.weight$/.test(t.name)) add(-1, t);
+    else add(OUTPUT_LAYER, t);
+  }
+  // tied embeddings: the output layer multiplies by token_embd
+  const embedding = file.tensor('token_embd.weight');
+  if (embedding !== undefined && file.tensor('output.weight') === undefined) add(OUTPUT_LAYER, embedding);
+  return byLayer;
+}
+
+/**
+ * The weight an op reads: the layer's tensor whose shape gives the op's size from its other
+ * operand (a matrix product: rows x ne1 floats; a norm's weight: rows x ne0; experts: rows x
+ * used x ne1), for rows the ubatch's tokens or outputs; the largest of those that fit.
+ */
+function weightResolver(file: GgufFile, shape: ModelShape, r: ReserveShape) {
+  const byLayer = weightsByLayer(file);
+  const memo = new Map<string, { gpuBytes: number; rows: number }>();
+  return (op: GraphTensor, srcIndex: number) => {
+    const layer = op.layer ?? -1;
+    const other = op.srcs.find((s, i) => i !== srcIndex && !s.external && s.input !== true);
+    const key = `${layer}:${op.bytes}:${other?.bytes ?? -1}`;
+    const known = memo.get(key);
+    if (known !== undefined) return known;
+    let best: { gpuBytes: number; rows: number } = { gpuBytes: 0, rows: r.tokens };
+    for (const t of byLayer.get(layer >= shape.layerCount ? OUTPUT_LAYER : layer) ?? []) {
+      const [ne0 = 1, ne1 = 1, ne2 = 1] = t.shape;
+      for (const rows of [r.tokens, r.outputs]) {
+        const fits = t.shape.length === 1
+          ? ne0 * rows * 4 === op.bytes
+          : ne2 > 1
+            ? ne1 * shape.expertUsedCount * rows * 4 === op.bytes || ne0 * shape.expertUsedCount * rows * 4 === op.bytes
+            : ne1 * rows * 4 === op.bytes && (other === undefined || ne0 * rows * 4 <= other.bytes * 2);
+        if (!fits) continue;
+        const gpuBytes = cudaTensorBytes(t.nbytes, t.ggmlType, ne0);
+        if (gpuBytes > best.gpuBytes) best = { gpuBytes, rows };
+      }
+    }
+    memo.set(key, best);
+    return best;
+  };
+}
+
+/** A cache view's type and row length (its layout: cache:TYPE:ROW). */
+function cacheLayout(t: GraphTensor): { type: KvCacheType; rowLength: number } | undefined {
+  const m = /^cache:([a-z0-9_]+):(\d+)$/.exec(t.layout);
+  return m === null ? undefined : { type: m[1] as KvCacheType, rowLength: Number(m[2]) };
+}
+
+/**
+ * Bytes of a compute tensor in the GPU's buffer (ggml_backend_cuda_buffer_type_get_alloc_size):
+ * a quantized cache view's copy has room to pad its row to 512; flash attention's output, with a
+ * cache CUDA's kernels read only as f16 (a batch of more than 2 rows takes the MMA kernel), room
+ * for the f16 copies of K and V after it, each 128-aligned.
+ */
+function gpuBytesOf(r: ReserveShape) {
+  return (t: GraphTensor): number => {
+    const cache = cacheLayout(t);
+    if (cache !== undefined) {
+      const [blockSize, typeSize] = KV_TYPE_SIZE[cache.type];
+      const rest = cache.rowLength % 512;
+      return blockSize > 1 && rest !== 0 ? t.bytes + ((512 - rest) / blockSize) * typeSize : t.bytes;
+    }
+    if (t.layout !== 'fa' || r.tokens <= 2) return t.bytes;
+    let end = t.bytes;
+    for (const src of [t.srcs[1], t.srcs[2]]) {
+      const view = src === undefined ? undefined : cacheLayout(src);
+      if (view === undefined || view.type === 'f16' || view.type === 'f32') continue;
+      const [blockSize, typeSize] = KV_TYPE_SIZE[view.type];
+      end = Math.ceil(end / 128) * 128 + (src!.bytes / typeSize) * blockSize * 2;
+    }
+    return end;
+  };
+}
+
+/**
+ * The compute buffers llama.cpp reserves with one CUDA device: its scheduler's split of the
+ * worst-case graph replayed (gpu-schedule.ts) where the graph is written out; by buffer type.
+ */
+export function estimateGpuCompute(
+  file: GgufFile,
+  shape: ModelShape,
+  options: ResolvedOptions,
+  kv: KvCacheEstimate,
+  onGpu: (il: number) => boolean,
+): Readonly<Record<GpuBufferName, number>> {
+  const r = reserveShape(shape, options, kv);
+  if (!graphModelled(shape)) {
+    // not written out: the CPU's figure on the GPU, the inputs on the host (unchecked)
+    return { CUDA0: estimateCompute(shape, options, kv), CUDA_Host: 0, CPU: 0 };
+  }
+  const g = transformerGraph(shape, r, true);
+  const layerOnGpu = (layer: number) => layer >= 0 && onGpu(Math.min(layer, shape.layerCount));
+  const [gpu, host] = scheduleGraph(g, {
+    weightsOnGpu: layerOnGpu,
+    cacheOnGpu: layerOnGpu,
+    weightOf: weightResolver(file, shape, r),
+    gpuBytes: gpuBytesOf(r),
+    minBatch: OFFLOAD_MIN_BATCH,
+  });
+  void GPU;
+  void HOST;
+  return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };
+}
