@@ -49,6 +49,11 @@ export interface MemoryEstimate {
   readonly buffers?: Readonly<Record<GpuBufferName, BufferEstimate>>;
   /** With `gpu`: the buffer the output (logits) buffer is in: pinned when the output layer is on the GPU. */
   readonly outputBuffer?: 'CUDA_Host' | 'CPU';
+  /**
+   * With `gpu`: what the GPU must hold, CUDA0's weights + kvCache + compute. Not counted, as
+   * llama.cpp's own breakdown leaves them out: the CUDA context, cuBLAS workspace, CUDA graphs.
+   */
+  readonly gpuTotal?: number;
 }
 
 function featureSet(options: EstimateOptions): ReadonlySet<string> {
@@ -95,7 +100,7 @@ function estimateWithGpu(file: GgufFile, shape: ModelShape, options: EstimateOpt
   const kv = estimateKvCache(shape, settings, onGpu);
   const output = shape.vocabularySize * settings.sequences * 4;
   const geometry = contextGeometry(settings);
-  const compute = estimateGpuCompute(file, shape, settings, kv, onGpu);
+  const compute = estimateGpuCompute(file, shape, settings, kv, onGpu, computeCache);
   const buffers = Object.fromEntries(GPU_BUFFERS.map((name) => [name, {
     weights: weights[name],
     kvCache: name === 'CUDA_Host' ? 0 : kv.byBuffer![name],
@@ -119,6 +124,7 @@ function estimateWithGpu(file: GgufFile, shape: ModelShape, options: EstimateOpt
     total: totals.weights + totals.kvCache + output + totals.compute,
     buffers,
     outputBuffer: onGpu(shape.layerCount) ? 'CUDA_Host' : 'CPU',
+    gpuTotal: buffers.CUDA0.weights + buffers.CUDA0.kvCache + buffers.CUDA0.compute,
   };
 }
 
@@ -146,13 +152,21 @@ export function estimateMemory(file: GgufFile, options: EstimateOptions = {}): M
 export function largestContext(file: GgufFile, bytes: number, options: Omit<EstimateOptions, 'contextSize'> & { beyondTrained?: boolean } = {}): number {
   const shape = readModelShape(file);
   const weights = estimateWeights(file, featureSet(options));
+  const gpuWeights = options.gpu === undefined ? undefined : gpuWeightsOf(file, shape, options);
   const step = 256;
   const trained = shape.trainedContext;
   const cap = Math.min(MAX_CONTEXT_SIZE, options.beyondTrained === true || trained === undefined ? 1 << 24 : Math.max(step, trained));
   const computeCache = new Map<string, number>();
-  const estimate = (n: number) => estimateFor(file, shape, { ...options, contextSize: n }, weights, computeCache);
-  // weights + KV cache + output: non-decreasing in the context (the KV cache's cells are)
+  // with a GPU the budget is the GPU's: CUDA0's weights, KV cache and compute
+  const measure = (e: MemoryEstimate) => e.gpuTotal ?? e.total;
+  const estimate = (n: number) => estimateFor(file, shape, { ...options, contextSize: n }, weights, computeCache, gpuWeights);
+  // weights + KV cache (+ output on the CPU): non-decreasing in the context (the KV cache's cells are)
   const withoutCompute = (n: number) => {
+    if (gpuWeights !== undefined) {
+      const settings = resolveOptions({ ...options, contextSize: n }, shape.trainedContext);
+      const kv = estimateKvCache(shape, settings, (il) => layerOnGpu(il, shape.layerCount, settings.gpuLayers));
+      return gpuWeights.CUDA0 + kv.byBuffer!.CUDA0;
+    }
     const { kv, output } = memoryBesideCompute(shape, { ...options, contextSize: n });
     return weights.total + kv.total + output;
   };
@@ -168,6 +182,39 @@ export function largestContext(file: GgufFile, bytes: number, options: Omit<Esti
     }
     hi = lo;
   }
-  for (let m = hi; m >= 1; m--) if (estimate(m * step).total <= bytes) return m * step;
+  for (let m = hi; m >= 1; m--) if (measure(estimate(m * step)) <= bytes) return m * step;
+  return 0;
+}
+
+/**
+ * The most layers llama.cpp can offload (its n_gpu_layers: blocks + 1 is all, the output layer
+ * counting as one) whose GPU buffers (CUDA0: weights + KV cache + compute) fit in `bytes`, with
+ * the other settings as given; 0 when not even the output layer fits. The GPU's share of the
+ * weights and the KV cache grows with the layers, its compute buffer does not (with host layers
+ * it holds copies of their weights and cache, and can shrink as layers move over): so from the
+ * most layers whose weights and KV cache alone fit, each count down is estimated, and the first
+ * that fits whole is the answer (a count whose weights, cache and logits alone do not fit is
+ * passed over without replaying its graph).
+ * Not counted: the CUDA context, cuBLAS workspace and CUDA graphs (leave a margin for them).
+ */
+export function fitGpuLayers(file: GgufFile, bytes: number, options: Omit<EstimateOptions, 'gpuLayers'> & { gpu: 'cuda' }): number {
+  const shape = readModelShape(file);
+  const weights = estimateWeights(file, featureSet(options));
+  const skip = skippedTensor(file);
+  const settings = resolveOptions(options, shape.trainedContext);
+  const computeCache = new Map<string, number>();
+  const all = shape.layerCount + 1;
+  // the logits are a part of the GPU's compute buffer that is never freed, wherever the output
+  // layer is, once the ubatch is large enough to offload its product (GGML_OP_OFFLOAD_MIN_BATCH)
+  const outputs = Math.min(settings.ubatchSize, settings.contextSize);
+  const logits = (n: number) => (n > 0 || outputs >= 32 ? shape.vocabularySize * outputs * 4 : 0);
+  for (let n = all; n >= 0; n--) {
+    const onGpu = (il: number) => layerOnGpu(il, shape.layerCount, n);
+    const gpuWeights = estimateGpuWeights(file, shape, n, skip);
+    const kv = estimateKvCache(shape, settings, onGpu);
+    if (gpuWeights.CUDA0 + kv.byBuffer!.CUDA0 + logits(n) > bytes) continue;
+    const e = estimateFor(file, shape, { ...options, gpuLayers: n }, weights, computeCache, gpuWeights);
+    if (e.gpuTotal! <= bytes) return n;
+  }
   return 0;
 }

@@ -108,8 +108,20 @@ export function estimateGpuCompute(
   options: ResolvedOptions,
   kv: KvCacheEstimate,
   onGpu: (il: number) => boolean,
+  cache?: Map<string, number>,
 ): Readonly<Record<GpuBufferName, number>> {
   const r = reserveShape(shape, options, kv);
+  // the graph and its split are a function of the reserve shape and which layers are on the GPU
+  const key = cache === undefined ? '' : `gpu:${JSON.stringify(r)}:${shape.layers.map((l) => (onGpu(l.index) ? 1 : 0)).join('')}${onGpu(shape.layerCount) ? 1 : 0}`;
+  const known = cache?.get(key);
+  if (known !== undefined) return { CUDA0: known, CUDA_Host: cache!.get(`${key}:host`)!, CPU: 0 };
+  const result = replayGpu(file, shape, options, kv, onGpu, r);
+  cache?.set(key, result.CUDA0);
+  cache?.set(`${key}:host`, result.CUDA_Host);
+  return result;
+}
+
+function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, onGpu: (il: number) => boolean, r: ReserveShape): Readonly<Record<GpuBufferName, number>> {
   if (!graphModelled(shape)) {
     // not written out: the CPU's figure on the GPU, the inputs on the host (unchecked)
     return { CUDA0: estimateCompute(shape, options, kv), CUDA_Host: 0, CPU: 0 };

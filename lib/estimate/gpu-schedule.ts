@@ -55,11 +55,17 @@ export interface ScheduleInputs {
 export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number, number] {
   let nextId = 0;
   const made = new Map<GraphTensor, Tensor>();
-  const make = (t: Omit<Tensor, 'id' | 'backend'> & { backend?: number }): Tensor => ({ backend: -1, ...t, id: nextId++ });
+  // the literal itself becomes the tensor (no copy: graphs have tens of thousands)
+  const make = (t: Omit<Tensor, 'id' | 'backend'> & { backend?: number }): Tensor => {
+    const tensor = t as { -readonly [K in keyof Tensor]: Tensor[K] };
+    tensor.id = nextId++;
+    tensor.backend ??= -1;
+    return tensor;
+  };
 
   // the scheduler's tensors: one per graph tensor, a weight per use (each use reads its own tensor)
-  const weightUse = (op: GraphTensor, index: number): Tensor => {
-    const { gpuBytes } = inputs.weightOf(op, index);
+  const weightUse = (op: GraphTensor, weight: { readonly gpuBytes: number }): Tensor => {
+    const { gpuBytes } = weight;
     const onGpu = inputs.weightsOnGpu(op.layer ?? -1);
     return make({ bytes: [gpuBytes, gpuBytes], srcs: [], viewOp: false, input: false, output: false, inplace: false, layout: 'weight', pre: onGpu ? GPU : HOST, weight: true, getRows: false, ignoresWeights: false, batch: 0 });
   };
@@ -80,9 +86,9 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
         if (s.external && s.layout === 'external') {
           // the cache a write (set_rows) goes into, else a weight
           if (t.write === true) return make({ bytes: [0, 0], srcs: [], viewOp: true, input: false, output: false, inplace: false, layout: 'cache', pre: inputs.cacheOnGpu(t.layer ?? -1) ? GPU : HOST, weight: false, getRows: false, ignoresWeights: false, batch: 0 });
-          const w = weightUse(t, i);
-          batch = Math.max(batch, inputs.weightOf(t, i).rows);
-          return w;
+          const weight = inputs.weightOf(t, i);
+          batch = Math.max(batch, weight.rows);
+          return weightUse(t, weight);
         }
         return convert(s);
       });

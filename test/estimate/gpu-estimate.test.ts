@@ -4,7 +4,8 @@
 import { copyFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateMemory, openGguf, type GgufFile } from '../../lib/index.js';
+import { estimateMemory, fitGpuLayers, largestContext, openGguf, writeGgufFile, type GgufFile } from '../../lib/index.js';
+import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -95,6 +96,55 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
     console.log(`GPU compute: ${exact} of ${rows.length} rows exact, ${within} within 15%, worst ${(worst * 100).toFixed(1)}%`);
     expect(exact).toBeGreaterThanOrEqual(EXACT_AT_LEAST);
     expect(within).toBeGreaterThanOrEqual(WITHIN_AT_LEAST);
+  });
+
+  it('through the real Llama 3.1 8B shape at full size (scripts/model-shapes.ts): the GPU\'s weights, each KV cache and compute buffer are llama.cpp\'s on all 90 settings', () => {
+    // the same tensors as the shared 8B shape but token_embd's type (Q6_K there, Q4_K here),
+    // which stays on the host and is never copied to the GPU
+    const path = join(dir, 'llama-shape.gguf');
+    writeGgufFile(path, modelShapeSpec(MODEL_SHAPES.find((s) => s.arch === 'llama')!));
+    const file = openGguf(path);
+    try {
+      for (const row of rows.filter((r) => r.model === 'llama-3.1-8b-shaped.gguf')) {
+        const e = estimateMemory(file, { ...row.settings, gpu: 'cuda', gpuLayers: row.gpuLayers });
+        const what = `gpuLayers ${row.gpuLayers} ${JSON.stringify(row.settings)}`;
+        expect(e.buffers!.CUDA0.weights, what).toBe(row.buffers.CUDA0!.weights);
+        for (const name of BUFFERS) {
+          expect([e.buffers![name].kvCache, e.buffers![name].compute], `${what} ${name}`).toEqual([row.buffers[name]?.kvCache ?? 0, row.buffers[name]?.compute ?? 0]);
+        }
+      }
+    } finally {
+      file.close();
+    }
+  });
+
+  it('fitGpuLayers: the most layers whose GPU buffers fit, as estimateMemory says layer count by layer count', () => {
+    const file = open('llama-3.1-8b-shaped.gguf');
+    const options = { contextSize: 8192, flashAttention: true, gpu: 'cuda' as const };
+    const gpuTotal = (n: number) => estimateMemory(file, { ...options, gpuLayers: n }).gpuTotal!;
+    const totals = Array.from({ length: 34 }, (_, n) => gpuTotal(n));
+    // brute force: the largest count that fits (the totals are not monotone: no bisection)
+    const brute = (bytes: number) => totals.reduce((best, t, n) => (t <= bytes ? n : best), 0);
+    for (const gib of [0.5, 1, 2, 3.5, 5, 6, 8]) expect(fitGpuLayers(file, gib * 2 ** 30, options), `${gib} GiB`).toBe(brute(gib * 2 ** 30));
+    // at a count's own total it fits; a byte less and it does not (unless a lower count's total is smaller still)
+    expect(fitGpuLayers(file, totals[20]!, options)).toBe(20);
+    expect(fitGpuLayers(file, totals[20]! - 1, options)).toBe(19);
+    expect(fitGpuLayers(file, totals[33]!, options)).toBe(33);
+    expect(fitGpuLayers(file, 2 ** 50, options)).toBe(33);
+    expect(fitGpuLayers(file, 1000, options)).toBe(0);
+    // at 0 layers the GPU still holds the copies of host weights it multiplies by (a 512-token ubatch)
+    expect(totals[0]).toBeGreaterThan(0);
+  });
+
+  it('largestContext with a GPU: the largest context whose GPU buffers fit the budget', () => {
+    const file = open('llama-3.1-8b-shaped.gguf');
+    const options = { flashAttention: true, gpu: 'cuda' as const, gpuLayers: 999 };
+    const at8k = estimateMemory(file, { ...options, contextSize: 8192 }).gpuTotal!;
+    expect(largestContext(file, at8k, options)).toBe(8192);
+    expect(largestContext(file, at8k - 1, options)).toBe(7936);
+    expect(largestContext(file, 1000, options)).toBe(0);
+    // partly offloaded, the host keeps the rest: more context fits the same GPU budget
+    expect(largestContext(file, at8k, { ...options, gpuLayers: 16 })).toBeGreaterThan(8192);
   });
 
   it('without gpu the answer is the CPU one, without buffers', () => {
