@@ -46,9 +46,13 @@ export class ComputeGraph {
     this.layer = OUTPUT_LAYER;
   }
 
-  /** An input set before the graph runs (token ids, positions, masks, cache row indexes). */
-  input(bytes: number, name = 'input'): GraphTensor {
-    return this.make({ bytes, srcs: [], input: true, layout: `${name}#${this.nextId}` });
+  /**
+   * An input set before the graph runs (token ids, positions, masks, cache row indexes); with
+   * `constant`, a new tensor an op fills (a leaf allocated first like the inputs, but not a graph
+   * input: the scheduler puts it where its reader runs).
+   */
+  input(bytes: number, name = 'input', constant = false): GraphTensor {
+    return this.make({ bytes, srcs: [], input: true, layout: `${name}#${this.nextId}`, ...(constant ? { constant } : {}) });
   }
 
   /** A new tensor computed from srcs; `layout` names its type and shape (equal: same layout). */

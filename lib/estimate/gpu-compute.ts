@@ -86,7 +86,7 @@ function gpuBytesOf(r: ReserveShape) {
       const rest = cache.rowLength % 512;
       return blockSize > 1 && rest !== 0 ? t.bytes + ((512 - rest) / blockSize) * typeSize : t.bytes;
     }
-    if (t.layout !== 'fa' || r.tokens <= 2) return t.bytes;
+    if (!t.layout.startsWith('fa:') || r.tokens <= 2) return t.bytes;
     let end = t.bytes;
     for (const src of [t.srcs[1], t.srcs[2]]) {
       const view = src === undefined ? undefined : cacheLayout(src);
@@ -95,6 +95,29 @@ function gpuBytesOf(r: ReserveShape) {
       end = Math.ceil(end / 128) * 128 + (src!.bytes / typeSize) * blockSize * 2;
     }
     return end;
+  };
+}
+
+/**
+ * Whether ggml-cuda has a flash attention kernel for these head sizes, query heads per KV head
+ * and cache types (ggml_cuda_get_best_fattn_kernel: the larger heads only where its GQA
+ * optimisation applies, which needs 2 or more query heads per KV head).
+ */
+function cudaFlashAttention(headK: number, headV: number, gqa: number, typeK: string, typeV: string): boolean {
+  const types = ['f16', 'f32', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0'];
+  if (!types.includes(typeK) || !types.includes(typeV)) return false;
+  if ([40, 64, 72, 80, 96, 112, 128, 256].includes(headK)) return headV === headK;
+  if (gqa < 2) return false;
+  if (headK === 192) return headV === 128 && gqa % 8 === 0;
+  if (headK === 320) return headV === 256 && gqa % 32 === 0;
+  return (headK === 512 && headV === 512) || (headK === 576 && headV === 512);
+}
+
+/** Whether ggml-cuda runs the op (its supports_op): every op the graph has but flash attention it has no kernel for. */
+function gpuRunsWith(r: ReserveShape) {
+  return (t: GraphTensor): boolean => {
+    const fa = /^fa:(\d+):(\d+):(\d+(?:\.\d+)?)$/.exec(t.layout);
+    return fa === null || cudaFlashAttention(Number(fa[1]), Number(fa[2]), Number(fa[3]), r.typeK, r.typeV);
   };
 }
 
@@ -134,6 +157,7 @@ function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, 
     weightOf: weightResolver(file, shape, r),
     gpuBytes: gpuBytesOf(r),
     minBatch: OFFLOAD_MIN_BATCH,
+    gpuRuns: gpuRunsWith(r),
   });
   void GPU;
   void HOST;

@@ -34,6 +34,10 @@ interface Tensor {
   readonly ignoresWeights: boolean;
   /** Rows the op works on: offloaded from the host when at least minBatch. */
   readonly batch: number;
+  /** ggml-cuda runs the op (its supports_op); the CPU runs every op. */
+  readonly gpuRuns: boolean;
+  /** A leaf that is not a graph input. */
+  readonly constant?: boolean;
   /** ggml-backend's input_dep: keeps a split input alive until its copy (op NONE, a view of it). */
   readonly dep?: boolean;
   backend: number;
@@ -49,6 +53,8 @@ export interface ScheduleInputs {
   readonly gpuBytes: (t: GraphTensor) => number;
   /** GGML_OP_OFFLOAD_MIN_BATCH: 32. */
   readonly minBatch: number;
+  /** Whether ggml-cuda runs the op (supports_op). */
+  readonly gpuRuns: (t: GraphTensor) => boolean;
 }
 
 /** Compute buffer bytes per backend: [GPU, host]. */
@@ -67,10 +73,10 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
   const weightUse = (op: GraphTensor, weight: { readonly gpuBytes: number }): Tensor => {
     const { gpuBytes } = weight;
     const onGpu = inputs.weightsOnGpu(op.layer ?? -1);
-    return make({ bytes: [gpuBytes, gpuBytes], srcs: [], viewOp: false, input: false, output: false, inplace: false, layout: 'weight', pre: onGpu ? GPU : HOST, weight: true, getRows: false, ignoresWeights: false, batch: 0 });
+    return make({ bytes: [gpuBytes, gpuBytes], srcs: [], viewOp: false, input: false, output: false, inplace: false, layout: 'weight', pre: onGpu ? GPU : HOST, weight: true, getRows: false, ignoresWeights: false, batch: 0, gpuRuns: true });
   };
   const cacheOf = (t: GraphTensor): Tensor => make({
-    bytes: [inputs.gpuBytes(t), t.bytes], srcs: [], viewOp: true, input: false, output: false, inplace: false, layout: 'cache', pre: inputs.cacheOnGpu(t.layer ?? -1) ? GPU : HOST, weight: false, getRows: false, ignoresWeights: false, batch: 0,
+    bytes: [inputs.gpuBytes(t), t.bytes], srcs: [], viewOp: true, input: false, output: false, inplace: false, layout: 'cache', pre: inputs.cacheOnGpu(t.layer ?? -1) ? GPU : HOST, weight: false, getRows: false, ignoresWeights: false, batch: 0, gpuRuns: true,
   });
   const convert = (t: GraphTensor): Tensor => {
     const known = made.get(t);
@@ -80,12 +86,12 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
       result = cacheOf(t);
     } else {
       const isRope = t.srcs.some((s) => s.input === true && s.layout.startsWith('inp_pos'));
-      const isFa = t.layout === 'fa';
+      const isFa = t.layout.startsWith('fa:');
       let batch = 0;
       const srcs = t.srcs.map((s, i) => {
         if (s.external && s.layout === 'external') {
           // the cache a write (set_rows) goes into, else a weight
-          if (t.write === true) return make({ bytes: [0, 0], srcs: [], viewOp: true, input: false, output: false, inplace: false, layout: 'cache', pre: inputs.cacheOnGpu(t.layer ?? -1) ? GPU : HOST, weight: false, getRows: false, ignoresWeights: false, batch: 0 });
+          if (t.write === true) return make({ bytes: [0, 0], srcs: [], viewOp: true, input: false, output: false, inplace: false, layout: 'cache', pre: inputs.cacheOnGpu(t.layer ?? -1) ? GPU : HOST, weight: false, getRows: false, ignoresWeights: false, batch: 0, gpuRuns: true });
           const weight = inputs.weightOf(t, i);
           batch = Math.max(batch, weight.rows);
           return weightUse(t, weight);
@@ -99,7 +105,8 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
         srcs,
         ...(t.viewOf !== undefined ? { viewOf: convert(t.viewOf) } : {}),
         viewOp: t.viewOp === true,
-        input: t.input === true,
+        input: t.input === true && t.constant !== true,
+        ...(t.constant === true ? { constant: true } : {}),
         output: t.output === true,
         inplace: t.inplace === true,
         layout: t.layout,
@@ -109,6 +116,7 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
         getRows: (t.layer ?? -1) < 0,
         ignoresWeights: isRope || isFa,
         batch,
+        gpuRuns: inputs.gpuRuns(t),
       });
     }
     made.set(t, result);
@@ -116,7 +124,8 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
   };
   const leafs = g.leafs.map(convert);
   const nodes = g.nodes.map(convert);
-  for (const leaf of leafs) leaf.backend = HOST;
+  // graph inputs on the CPU; a leaf that is not one where its reader runs (pass 4)
+  for (const leaf of leafs) if (!leaf.constant) leaf.backend = HOST;
 
   // pass 1: pre-allocated tensors where their buffer is, inputs on the CPU, ops with a weight
   // where the weight is (or offloaded to the GPU: a batch of minBatch rows or more)
@@ -125,7 +134,12 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
     else if (node.input) node.backend = HOST;
     else if (!node.ignoresWeights) {
       const w = node.srcs.find((s) => s.weight);
-      if (w !== undefined) node.backend = w.pre === HOST && !node.getRows && node.batch >= inputs.minBatch ? GPU : w.pre!;
+      if (w !== undefined) {
+        // the weight's backend if it runs the op (a GPU weight the GPU cannot use: the CPU), or
+        // offloaded to the GPU from the host
+        if (w.pre === GPU) node.backend = node.gpuRuns ? GPU : -1;
+        else node.backend = node.gpuRuns && !node.getRows && node.batch >= inputs.minBatch ? GPU : HOST;
+      }
     }
   }
   const ops = nodes.filter((n) => !n.viewOp);
@@ -134,7 +148,7 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
     let cur = -1;
     for (const node of list) {
       if (node.backend !== -1) cur = gpuOnly && node.backend === HOST ? -1 : node.backend;
-      else if (cur !== -1) node.backend = cur;
+      else if (cur !== -1 && (cur === HOST || node.gpuRuns)) node.backend = cur;
     }
   };
   const reversed = [...ops].reverse();
@@ -142,6 +156,13 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
   expand(reversed, true);
   expand(ops, false);
   expand(reversed, false);
+  // pass 3: a node still unassigned (the GPU's expansion cannot take it): the backend that runs
+  // it with the most of its sources in that backend's memory (the GPU first on a tie)
+  for (const node of ops) {
+    if (node.backend !== -1) continue;
+    const on = (b: number) => node.srcs.filter((s) => (s.backend !== -1 ? s.backend : s.pre ?? s.viewOf?.backend ?? -1) === b).length;
+    node.backend = node.gpuRuns && on(GPU) >= on(HOST) ? GPU : HOST;
+  }
   // pass 4: views where their source is, sources left unassigned where their reader is
   for (const node of nodes) {
     if (node.viewOf !== undefined && node.backend === -1) node.backend = node.viewOf.backend;
@@ -149,7 +170,7 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
       if (src.backend !== -1) continue;
       src.backend = src.pre ?? (src.viewOf !== undefined ? src.viewOf.backend : node.backend);
     }
-    if (node.backend === -1) node.backend = GPU;
+    if (node.backend === -1) node.backend = node.gpuRuns ? GPU : HOST;
   }
 
   // pass 5: splits, and a copy in the split's backend of each source from another
@@ -183,7 +204,7 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
       if (copy === undefined) {
         copy = make({
           bytes: src.bytes, srcs: [], viewOp: false, input: false, output: false, inplace: false, layout: src.layout,
-          weight: false, getRows: false, ignoresWeights: false, batch: 0, backend: split!.backend,
+          weight: false, getRows: false, ignoresWeights: false, batch: 0, gpuRuns: true, backend: split!.backend,
         });
         copies.set(copyKey(src, split!.backend), copy);
         split!.inputs.push(src);
@@ -199,7 +220,7 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
   const sequence: Tensor[] = [];
   splits.forEach((s, k) => {
     for (const input of s.inputs) {
-      sequence.push(make({ bytes: [0, 0], srcs: [input], viewOp: false, input: false, output: false, inplace: false, layout: 'dep', weight: false, getRows: false, ignoresWeights: false, batch: 0, dep: true, backend: input.backend }));
+      sequence.push(make({ bytes: [0, 0], srcs: [input], viewOp: false, input: false, output: false, inplace: false, layout: 'dep', weight: false, getRows: false, ignoresWeights: false, batch: 0, gpuRuns: true, dep: true, backend: input.backend }));
       sequence.push(copies.get(copyKey(input, s.backend))!);
     }
     const end = k + 1 < splits.length ? splits[k + 1]!.start : nodes.length;
@@ -254,7 +275,7 @@ function allocate(leafs: readonly Tensor[], nodes: readonly Tensor[]): [number, 
     heaps[s.buffer]!.free(s.offset, t.bytes[s.buffer]!);
     s.allocated = false;
   };
-  for (const leaf of leafs) allocateNode(leaf, HOST);
+  for (const leaf of leafs) allocateNode(leaf, leaf.backend === GPU ? GPU : HOST);
   for (const node of nodes) {
     if (node.viewOf !== undefined) get(node.viewOf).views++;
     if (node.input) allocateNode(node, node.backend);

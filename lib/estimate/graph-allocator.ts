@@ -30,6 +30,8 @@ export interface GraphTensor {
   readonly cache?: boolean;
   /** A write into the cache (set_rows): runs where the cache is. */
   readonly write?: boolean;
+  /** A leaf that is not a graph input (a new tensor an op fills): where its reader runs, not on the CPU. */
+  readonly constant?: boolean;
   /** A strided view's span, first element to last: the bytes a copy of it takes (ggml_dup_tensor_layout). */
   readonly span?: number;
 }

@@ -29,7 +29,7 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
   const xs = g.view(conv, 'x', inner * T * F32);
   const dtBiased = g.op(shape.ssm.heads * T * F32, [g.op(shape.ssm.heads * T * F32, [dt], 'dt'), g.external], 'dt', { inplace: true });
   const scan = g.expand(
-    g.op((inner * T + state * inner * sequences) * F32, [g.external, xs, dtBiased, g.external, g.view(conv, 'B'), g.view(conv, 'C'), g.view(inputs.stateCopy, 'main')], 'y-states'),
+    g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), xs, dtBiased, g.external, g.view(conv, 'B'), g.view(conv, 'C'), g.view(inputs.stateCopy, 'main')], 'y-states'),
   );
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states', state * inner * sequences * F32), g.external]));
   const y = g.view(scan, 'y', inner * T * F32);
@@ -45,7 +45,8 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
 
 /** The conv history read out of the cache and joined with this ubatch's rows (build_rs + concat), its tail written back. */
 function convInput(g: ComputeGraph, rows: GraphTensor, channels: number, kernel: number, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
-  const history = g.expand(g.op((kernel - 1) * channels * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'conv-rows'));
+  // (the state read is a view of the layer's cache: where the layer is, for the GPU's scheduler)
+  const history = g.expand(g.op((kernel - 1) * channels * sequences * F32, [g.cacheView((kernel - 1) * channels * sequences * F32, 'f32', (kernel - 1) * channels), g.view(inputs.stateCopy, 'main')], 'conv-rows'));
   const joined = g.op((kernel - 1 + tokens / sequences) * channels * sequences * F32, [g.view(history, 'conv3'), g.view(rows, 'rows-t')], 'conv-x');
   g.expand(g.view(g.external, 'conv-state', 0, [g.view(joined, 'last-conv'), g.external]));
   return joined;
@@ -73,7 +74,7 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
     qkv = g.op(channels * T * F32, [qk, part('v-flat', inner)], 'qkv');
   } else qkv = g.op(channels * T * F32, [g.external, x], 'qkv');
   const conv = convInput(g, qkv, channels, convKernel, T, sequences, inputs);
-  const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'state-rows'));
+  const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.cacheView(headV * headV * headsV * sequences * F32, 'f32', headV * headV * headsV), g.view(inputs.stateCopy, 'main')], 'state-rows'));
   let mixed = g.op(channels * T * F32, [conv, g.external], 'conv');
   mixed = g.op(mixed.bytes, [mixed], 'conv', { inplace: true }); // silu
   // Q and K viewed out of the conv output, L2-normed into new tensors
@@ -157,7 +158,7 @@ export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, t
   }
   let dt = g.op(inner * T * F32, [g.external, dtRows], 'dt-up');
   dt = g.op(dt.bytes, [dt, g.external], dt.layout, { inplace: true });
-  const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.external, g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
+  const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states'), g.external]));
   // the skip x * D: in place over x, whose scan and projection have read it by then
   const skip = g.op(inner * T * F32, [xs, g.external], xs.layout, { inplace: true });

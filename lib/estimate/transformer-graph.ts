@@ -228,7 +228,7 @@ function attentionBlock(
     if (r.flash) {
       const kHalf = g.op(layer.kWidth * T * 2, [g.view(k, 'k-permuted')], 'k-f16');
       const vHalf = g.op(layer.vWidth * T * 2, [g.view(v, 'v-permuted')], 'v-f16');
-      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], 'fa'), `f32:${attnWidth}x${T}`);
+      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], `fa:${headK}:${headV}:${layer.headCount / layer.headCountKv}`), `f32:${attnWidth}x${T}`);
     } else {
       const kq = g.op(T * T * layer.headCount * F32, [g.view(k, 'k-permuted'), qHeads], 'kq');
       const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
@@ -253,7 +253,7 @@ function attentionBlock(
   if (r.flash) {
     const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [kView()], 'k-f16') : kView();
     const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [vView()], 'v-f16') : vView();
-    const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], 'fa');
+    const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], `fa:${headK}:${headV}:${layer.headCount / layer.headCountKv}`);
     out = g.view(fa, `f32:${attnWidth}x${T}`);
   } else {
     const kq = g.op(inputs.cells * T * layer.headCount * F32, [kView(), qHeads], 'kq');
