@@ -22,8 +22,22 @@ export class ComputeGraph {
    * `detailed`: tell the KV cache's reads from the weights (cacheView) for the GPU scheduler's
    * replay; without it they are the one `external` tensor, as the CPU replay has them.
    */
-  constructor(readonly detailed = false) {
+  constructor(readonly detailed = false, private readonly weightNames: ReadonlySet<string> = new Set()) {
     this.external = this.make({ bytes: 0, srcs: [], external: true, layout: 'external' });
+  }
+
+  /**
+   * A projection's per-tensor scale (`.scale`, a multiply) and bias (`.bias`, an add) where the
+   * file has them, each in place (detailed only: they allocate nothing, but with host weights
+   * each is an op the GPU's scheduler gives a split of its own).
+   */
+  affine(t: GraphTensor, il: number, name: string): GraphTensor {
+    if (!this.detailed) return t;
+    let out = t;
+    for (const suffix of ['scale', 'bias']) {
+      if (this.weightNames.has(`blk.${il}.${name}.${suffix}`)) out = this.op(out.bytes, [out, this.external], out.layout, { inplace: true });
+    }
+    return out;
   }
 
   private make(t: Omit<GraphTensor, 'id'>): GraphTensor {

@@ -3,11 +3,11 @@ import type { GgufTensor } from '../file/tensor.js';
 import type { KvCacheEstimate } from './context-geometry.js';
 import { cudaTensorBytes, type GpuBufferName } from './gpu-weights.js';
 import type { ModelShape } from './model-shape.js';
-import { KV_TYPE_SIZE, type KvCacheType, type ResolvedOptions } from './options.js';
+import { KV_TYPE_SIZE, kvRowBytes, type KvCacheType, type ResolvedOptions } from './options.js';
 import { estimateCompute, graphModelled, reserveShape } from './compute.js';
 import { transformerGraph } from './transformer-graph.js';
 import { OUTPUT_LAYER, type GraphTensor } from './graph-allocator.js';
-import { GPU, HOST, scheduleGraph } from './gpu-schedule.js';
+import { scheduleGraph } from './gpu-schedule.js';
 import type { ReserveShape } from './reserve-shape.js';
 
 /** GGML_OP_OFFLOAD_MIN_BATCH's default: ops of fewer rows stay where their host weights are. */
@@ -44,23 +44,28 @@ function weightResolver(file: GgufFile, shape: ModelShape, r: ReserveShape) {
   return (op: GraphTensor, srcIndex: number) => {
     const layer = op.layer ?? -1;
     const other = op.srcs.find((s, i) => i !== srcIndex && !s.external && s.input !== true);
-    const key = `${layer}:${op.bytes}:${other?.bytes ?? -1}`;
+    const key = `${layer}:${srcIndex}:${op.bytes}:${other?.bytes ?? -1}`;
     const known = memo.get(key);
     if (known !== undefined) return known;
-    let best: { gpuBytes: number; rows: number } = { gpuBytes: 0, rows: r.tokens };
-    for (const t of byLayer.get(layer >= shape.layerCount ? OUTPUT_LAYER : layer) ?? []) {
-      const [ne0 = 1, ne1 = 1, ne2 = 1] = t.shape;
-      for (const rows of [r.tokens, r.outputs]) {
-        const fits = t.shape.length === 1
-          ? ne0 * rows * 4 === op.bytes
-          : ne2 > 1
-            ? ne1 * shape.expertUsedCount * rows * 4 === op.bytes || ne0 * shape.expertUsedCount * rows * 4 === op.bytes
-            : ne1 * rows * 4 === op.bytes && (other === undefined || ne0 * rows * 4 <= other.bytes * 2);
-        if (!fits) continue;
-        const gpuBytes = cudaTensorBytes(t.nbytes, t.ggmlType, ne0);
-        if (gpuBytes > best.gpuBytes) best = { gpuBytes, rows };
+    // a matrix product reads its weight first; an elementwise op (a norm's weight, a bias) after its operand
+    const product = srcIndex === 0;
+    const pick = (strict: boolean) => {
+      let best: { gpuBytes: number; rows: number } | undefined;
+      for (const t of byLayer.get(layer >= shape.layerCount ? OUTPUT_LAYER : layer) ?? []) {
+        const [ne0 = 1, ne1 = 1, ne2 = 1] = t.shape;
+        for (const rows of [r.tokens, r.outputs]) {
+          let fits: boolean;
+          if (!product || t.shape.length === 1) fits = !product && t.shape.length === 1 && ne0 * rows * 4 === op.bytes;
+          else if (ne2 > 1) fits = ne1 * shape.expertUsedCount * rows * 4 === op.bytes || ne0 * shape.expertUsedCount * rows * 4 === op.bytes;
+          else fits = ne1 * rows * 4 === op.bytes && (other === undefined || (strict ? ne0 * rows * 4 === other.bytes : ne0 * rows * 4 <= other.bytes * 2));
+          if (!fits) continue;
+          const gpuBytes = cudaTensorBytes(t.nbytes, t.ggmlType, ne0);
+          if (best === undefined || gpuBytes > best.gpuBytes) best = { gpuBytes, rows };
+        }
       }
-    }
+      return best;
+    };
+    const best = pick(true) ?? pick(false) ?? { gpuBytes: 0, rows: r.tokens };
     memo.set(key, best);
     return best;
   };
@@ -96,6 +101,36 @@ function gpuBytesOf(r: ReserveShape) {
     }
     return end;
   };
+}
+
+/**
+ * The graph's inputs as llama.cpp makes them, 32-byte aligned, and the token embeddings' rows (a
+ * row lookup in the host's token_embd): what the CPU's compute buffer holds when every layer is
+ * on the GPU (the inputs are allocated first and kept until copied).
+ */
+function hostInputs(shape: ModelShape, r: ReserveShape, onGpu: (il: number) => boolean): number {
+  const a = (n: number) => Math.ceil(n / 32) * 32;
+  const E = shape.embeddingLength;
+  const T = r.tokens;
+  // token ids, the vector input, positions, output ids; the embeddings' rows
+  let bytes = a(T * 4) + a(E * T * 4) + a(T * 4) + a(r.outputs * 4) + a(E * T * 4);
+  const attention = shape.layers.filter((l) => l.attention);
+  const vMax = Math.max(0, ...attention.map((l) => l.vWidth));
+  const caches = [attention.some((l) => !l.slidingWindow) ? r.fullCells : 0, attention.some((l) => l.slidingWindow) ? r.swaCells : 0].filter((c) => c > 0);
+  // per cache: K and V row indexes (V's per element without flash attention), the mask
+  for (const cells of caches) bytes += a(T * 8) + a(r.flash ? T * 8 : T * vMax * 8) + a(cells * T * (r.flash ? 2 : 4));
+  if (shape.layers.some((l) => l.recurrent)) bytes += a(r.sequences * 4);
+  // MLA attention CUDA has no flash attention kernel for runs on the CPU: with the queries, its
+  // output, and copies of the latent cache as K and as V
+  const mla = shape.mla;
+  const heads = Math.max(0, ...attention.map((l) => l.headCount));
+  if (mla?.absorbed === true && r.flash && !cudaFlashAttention(mla.kvLoraRank + mla.rope, mla.kvLoraRank, heads, r.typeK, r.typeV)) {
+    const latent = mla.kvLoraRank + mla.rope;
+    bytes += a(latent * heads * T * 4) + a(mla.kvLoraRank * heads * T * 4);
+    // the cache copied over from the GPU where its layers are there
+    if (attention.some((l) => onGpu(l.index))) bytes += 2 * a(kvRowBytes(r.typeK as KvCacheType, latent) * r.fullCells * r.streams);
+  }
+  return bytes;
 }
 
 /**
@@ -146,10 +181,11 @@ export function estimateGpuCompute(
 
 function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, onGpu: (il: number) => boolean, r: ReserveShape): Readonly<Record<GpuBufferName, number>> {
   if (!graphModelled(shape)) {
-    // not written out: the CPU's figure on the GPU, the inputs on the host (unchecked)
-    return { CUDA0: estimateCompute(shape, options, kv), CUDA_Host: 0, CPU: 0 };
+    // the graph is not written out: the CPU's figure (its largest moments) on the GPU, the
+    // graph's inputs and the token embeddings' rows on the host, where llama.cpp keeps them
+    return { CUDA0: estimateCompute(shape, options, kv), CUDA_Host: hostInputs(shape, r, onGpu), CPU: 0 };
   }
-  const g = transformerGraph(shape, r, true);
+  const g = transformerGraph(shape, r, true, new Set(file.tensors.map((t) => t.name)));
   const layerOnGpu = (layer: number) => layer >= 0 && onGpu(Math.min(layer, shape.layerCount));
   const [gpu, host] = scheduleGraph(g, {
     weightsOnGpu: layerOnGpu,
@@ -159,7 +195,5 @@ function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, 
     minBatch: OFFLOAD_MIN_BATCH,
     gpuRuns: gpuRunsWith(r),
   });
-  void GPU;
-  void HOST;
   return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };
 }

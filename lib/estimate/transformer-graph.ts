@@ -29,8 +29,8 @@ interface CacheInputs {
  * nothing; what is alive at once, and the holes between, decide the buffer. The graph is built in
  * the order llama.cpp builds it (build_inp_embd, build_attn, build_moe_ffn expand the same nodes).
  */
-export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = false): ComputeGraph {
-  const g = new ComputeGraph(detailed);
+export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = false, weightNames?: ReadonlySet<string>): ComputeGraph {
+  const g = new ComputeGraph(detailed, weightNames);
   const T = r.tokens;
   const O = r.outputs;
   const E = shape.embeddingLength;
@@ -186,11 +186,11 @@ function attentionBlock(
   const attnWidth = layer.headCount * headV;
 
   // separate projections, or views of one fused QKV (not contiguous: copied where a kernel needs rows)
-  const qkv = fusedQkv ? g.op((qWidth + layer.kWidth + layer.vWidth) * T * F32, [g.external, x], 'qkv') : undefined;
+  const qkv = fusedQkv ? g.affine(g.op((qWidth + layer.kWidth + layer.vWidth) * T * F32, [g.external, x], 'qkv'), layer.index, 'attn_qkv') : undefined;
   const project = (width: number, name: string) =>
     qkv !== undefined
       ? g.view(qkv, `${name}-view`, width * T * F32, [], ((T - 1) * (qWidth + layer.kWidth + layer.vWidth) + width) * F32)
-      : g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`);
+      : g.affine(g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`), layer.index, `attn_${name}`);
   // views of the fused QKV are the only operands here that are not contiguous rows
   const contiguous = (t: GraphTensor) => qkv === undefined || t.viewOf !== qkv;
   // rope in place over the heads (a new tensor when its source is a view of the fused QKV)
@@ -273,7 +273,7 @@ function attentionBlock(
     const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `f32:${qWidth}x${T}`);
     out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `f32:${attnWidth}x${T}`, { inplace: true });
   }
-  return g.op(x.bytes, [g.external, out], x.layout);
+  return g.affine(g.op(x.bytes, [g.external, out], x.layout), layer.index, 'attn_output');
 }
 
 function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number): GraphTensor {
