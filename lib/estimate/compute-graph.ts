@@ -55,6 +55,15 @@ export class ComputeGraph {
     return this.make({ bytes, srcs: [], external: true, cache: true, viewOp: true, layout: `cache:${type}:${rowLength}` });
   }
 
+  /**
+   * An op writing into the recurrent state cache that allocates nothing (llama.cpp's build_rs
+   * zeroes a state and copies the states no sequence uses): detailed only, as the GPU's
+   * scheduler runs it where the cache is, which bounds where the ops around it go.
+   */
+  stateWrite(layout: string): void {
+    if (this.detailed) this.expand(this.make({ bytes: 0, srcs: [this.external], external: true, write: true, layout }));
+  }
+
   /** The blocks are built: the final norm and the logits are the output layer's. */
   outputLayer(): void {
     this.layer = OUTPUT_LAYER;

@@ -10,6 +10,9 @@ import { OUTPUT_LAYER, type GraphTensor } from './graph-allocator.js';
 import { scheduleGraph } from './gpu-schedule.js';
 import type { ReserveShape } from './reserve-shape.js';
 
+/** The recurrent graphs' convolutions (recurrent-graph.ts layouts): their weight is the layer's conv kernel. */
+const CONV_OPS = /^(xBC-conv|conv|y:\d+x\d+)$/;
+
 /** GGML_OP_OFFLOAD_MIN_BATCH's default: ops of fewer rows stay where their host weights are. */
 const OFFLOAD_MIN_BATCH = 32;
 
@@ -49,6 +52,11 @@ function weightResolver(file: GgufFile, shape: ModelShape, r: ReserveShape) {
     if (known !== undefined) return known;
     // a matrix product reads its weight first; an elementwise op (a norm's weight, a bias) after its operand
     const product = srcIndex === 0;
+    const convWeight = (tensors: readonly GgufTensor[]) => {
+      if (!CONV_OPS.test(op.layout)) return undefined;
+      const t = tensors.find((w) => /\.(ssm_conv1d|shortconv\.conv)\.weight$/.test(w.name));
+      return t === undefined ? undefined : { gpuBytes: cudaTensorBytes(t.nbytes, t.ggmlType, t.shape[0] ?? 1), rows: r.tokens };
+    };
     const pick = (strict: boolean) => {
       let best: { gpuBytes: number; rows: number } | undefined;
       for (const t of byLayer.get(layer >= shape.layerCount ? OUTPUT_LAYER : layer) ?? []) {
@@ -65,7 +73,10 @@ function weightResolver(file: GgufFile, shape: ModelShape, r: ReserveShape) {
       }
       return best;
     };
-    const best = pick(true) ?? pick(false) ?? { gpuBytes: 0, rows: r.tokens };
+    // a convolution's kernel (read second); the SSM scan's output is one row (never offloaded)
+    const conv = !product ? convWeight(byLayer.get(layer) ?? []) : undefined;
+    const found = conv ?? pick(true) ?? pick(false) ?? { gpuBytes: 0, rows: r.tokens };
+    const best = op.layout === 'y-states' ? { ...found, rows: 1 } : found;
     memo.set(key, best);
     return best;
   };
