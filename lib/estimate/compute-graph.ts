@@ -31,10 +31,10 @@ export class ComputeGraph {
    * file has them, each in place (detailed only: they allocate nothing, but with host weights
    * each is an op the GPU's scheduler gives a split of its own).
    */
-  affine(t: GraphTensor, il: number, name: string): GraphTensor {
+  affine(t: GraphTensor, il: number, name: string, suffixes: readonly string[] = ['scale', 'bias']): GraphTensor {
     if (!this.detailed) return t;
     let out = t;
-    for (const suffix of ['scale', 'bias']) {
+    for (const suffix of suffixes) {
       if (this.weightNames.has(`blk.${il}.${name}.${suffix}`)) out = this.op(out.bytes, [out, this.external], out.layout, { inplace: true });
     }
     return out;
@@ -62,6 +62,11 @@ export class ComputeGraph {
    */
   stateWrite(layout: string): void {
     if (this.detailed) this.expand(this.make({ bytes: 0, srcs: [this.external], external: true, write: true, layout }));
+  }
+
+  /** The layer being built (-1: the input layer). */
+  get currentLayer(): number {
+    return this.layer;
   }
 
   /** The blocks are built: the final norm and the logits are the output layer's. */

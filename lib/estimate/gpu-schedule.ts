@@ -267,7 +267,9 @@ function allocate(leafs: readonly Tensor[], nodes: readonly Tensor[]): [number, 
       }
     }
     s.buffer = buffer;
+    const before = heaps[buffer]!.maxSize;
     s.offset = heaps[buffer]!.alloc(node.bytes[buffer]!);
+    if (process.env.GPU_SCHED_DEBUG !== undefined && heaps[buffer]!.maxSize > before) console.error(`  ${buffer === GPU ? 'GPU' : 'CPU'} max ${heaps[buffer]!.maxSize} at ${node.layout} (${node.bytes[buffer]}) @${s.offset}`);
   };
   const release = (t: Tensor): void => {
     if (t.output) return;

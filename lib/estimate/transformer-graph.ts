@@ -282,7 +282,7 @@ function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   let hidden: GraphTensor;
   if (shape.ffnKind === 'plain') {
     // up, then the activation in place
-    const up = g.op(ff * T * F32, [g.external, x], layout);
+    const up = bias(g, g.op(ff * T * F32, [g.external, x], layout), 'ffn_up');
     hidden = g.op(up.bytes, [up], layout, { inplace: true });
   } else if (shape.ffnKind === 'fused') {
     const gateUp = g.op(2 * ff * T * F32, [g.external, x], `f32:${2 * ff}x${T}`);
@@ -290,15 +290,20 @@ function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   } else {
     return gatedFfn(g, ff, x, T);
   }
-  return g.op(x.bytes, [g.external, hidden], x.layout);
+  return bias(g, g.op(x.bytes, [g.external, hidden], x.layout), 'ffn_down');
+}
+
+/** A feed-forward projection's bias where the file has one (llama.cpp's build_ffn adds it; the GPU's scheduler sees the op). */
+function bias(g: ComputeGraph, t: GraphTensor, name: string): GraphTensor {
+  return g.affine(t, g.currentLayer, name, ['bias']);
 }
 
 /** gate and up projections, their product, the down projection. */
-function gatedFfn(g: ComputeGraph, ff: number, x: GraphTensor, T: number): GraphTensor {
+function gatedFfn(g: ComputeGraph, ff: number, x: GraphTensor, T: number, names = ['ffn_gate', 'ffn_up', 'ffn_down']): GraphTensor {
   const layout = `f32:${ff}x${T}`;
-  const gate = g.op(ff * T * F32, [g.external, x], layout);
-  const up = g.op(ff * T * F32, [g.external, x], layout);
-  return g.op(x.bytes, [g.external, g.op(ff * T * F32, [gate, up], layout)], x.layout);
+  const gate = bias(g, g.op(ff * T * F32, [g.external, x], layout), names[0]!);
+  const up = bias(g, g.op(ff * T * F32, [g.external, x], layout), names[1]!);
+  return bias(g, g.op(x.bytes, [g.external, g.op(ff * T * F32, [gate, up], layout)], x.layout), names[2]!);
 }
 
 function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number): GraphTensor {
@@ -306,7 +311,7 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   const used = shape.expertUsedCount;
   const ff = shape.expertFeedForward;
   const E = shape.embeddingLength;
-  const logits = g.op(n * T * F32, [g.external, x], `f32:${n}x${T}`);
+  const logits = bias(g, g.op(n * T * F32, [g.external, x], `f32:${n}x${T}`), 'ffn_gate_inp');
   const probs = g.op(logits.bytes, [logits], `f32:${n}x${T}`, { inplace: true });
   // experts chosen on the probabilities, plus a learned bias when the model has one (exp_probs_b)
   const selection = shape.expertProbsBias ? g.op(probs.bytes, [probs, g.external], probs.layout, { inplace: true }) : probs;
@@ -328,15 +333,15 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   }
   let glu: GraphTensor;
   if (shape.fusedExpertGateUp) {
-    const gateUp = g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2');
+    const gateUp = bias(g, g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2'), 'ffn_gate_up_exps');
     glu = g.op(ff * used * T * F32, [g.view(gateUp, 'gate', ff * used * T * F32), g.view(gateUp, 'up', ff * used * T * F32)], 'experts');
   } else {
     // up is built first, but the gate is the product's first source
-    const up = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
-    const gate = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
+    const up = bias(g, g.op(ff * used * T * F32, [g.external, x3, topk], 'experts'), 'ffn_up_exps');
+    const gate = bias(g, g.op(ff * used * T * F32, [g.external, x3, topk], 'experts'), 'ffn_gate_exps');
     glu = g.op(ff * used * T * F32, [gate, up], 'experts');
   }
-  const down = g.op(E * used * T * F32, [g.external, glu, topk], 'down');
+  const down = bias(g, g.op(E * used * T * F32, [g.external, glu, topk], 'down'), 'ffn_down_exps');
   const weighted = g.expand(shape.rule.moeWeightBeforeFfn === true ? down : g.op(down.bytes, [down, weights], 'down', { inplace: true }));
   // the experts' rows summed: views of the weighted rows, added up. The first add makes the sum,
   // each later one adds in place and allocates nothing, so one stands for them all (the weighted
@@ -346,7 +351,7 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   if (used > 2) sum = g.op(sum.bytes, [sum, row(2)], x.layout, { inplace: true });
   // a shared expert beside the routed ones, on the same input, added
   if (shape.sharedExpertFeedForward > 0) {
-    let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T);
+    let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T, ['ffn_gate_shexp', 'ffn_up_shexp', 'ffn_down_shexp']);
     if (shape.sharedExpertGated) {
       const gate = g.op(T * F32, [g.external, x], `f32:1x${T}`);
       shared = g.op(shared.bytes, [shared, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], shared.layout, { inplace: true });
