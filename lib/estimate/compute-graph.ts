@@ -64,6 +64,14 @@ export class ComputeGraph {
     if (this.detailed) this.expand(this.make({ bytes: 0, srcs: [this.external], external: true, write: true, layout }));
   }
 
+  /**
+   * A norm over its weight where the file has `name` and the graph would otherwise leave it out
+   * (in place: nothing of the buffer's; detailed only, for the GPU's scheduler's splits).
+   */
+  normIf(t: GraphTensor, name: string): GraphTensor {
+    return this.detailed && this.weightNames.has(name) ? this.norm(t) : t;
+  }
+
   /** The layer being built (-1: the input layer). */
   get currentLayer(): number {
     return this.layer;

@@ -85,7 +85,8 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
     if (t.external && t.cache === true && t.srcs.length === 0) {
       result = cacheOf(t);
     } else {
-      const isRope = t.srcs.some((s) => s.input === true && s.layout.startsWith('inp_pos'));
+      // (a row lookup of the position embeddings reads the positions too: not a rope)
+      const isRope = (t.layer ?? -1) >= 0 && t.srcs.some((s) => s.input === true && s.layout.startsWith('inp_pos'));
       const isFa = t.layout.startsWith('fa:');
       let batch = 0;
       const srcs = t.srcs.map((s, i) => {

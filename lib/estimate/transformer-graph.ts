@@ -106,6 +106,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = 
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
     if (post) cur = g.norm(cur);
+    else cur = g.normIf(cur, `blk.${layer.index}.post_attention_norm.weight`);
     let inpSA = inpL;
     let ffnIn = normed;
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
@@ -136,6 +137,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = 
       const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
       let out = ffn(layer, post ? ffnInp : g.norm(ffnInp), n);
       if (post) out = g.norm(out);
+      else out = g.normIf(out, `blk.${layer.index}.post_ffw_norm.weight`);
       inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
       if (skipped) inpL = g.op(cur.bytes, [inpL, g.op(cur.bytes, [skip, g.external], cur.layout, { inplace: true })], cur.layout, { inplace: true });
     }
@@ -190,7 +192,7 @@ function attentionBlock(
   const project = (width: number, name: string) =>
     qkv !== undefined
       ? g.view(qkv, `${name}-view`, width * T * F32, [], ((T - 1) * (qWidth + layer.kWidth + layer.vWidth) + width) * F32)
-      : g.affine(g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`), layer.index, `attn_${name}`);
+      : g.normIf(g.affine(g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`), layer.index, `attn_${name}`), `blk.${layer.index}.attn_${name}_norm.weight`);
   // views of the fused QKV are the only operands here that are not contiguous rows
   const contiguous = (t: GraphTensor) => qkv === undefined || t.viewOf !== qkv;
   // rope in place over the heads (a new tensor when its source is a view of the fused QKV)
