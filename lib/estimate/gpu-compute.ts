@@ -145,6 +145,26 @@ function hostInputs(shape: ModelShape, r: ReserveShape, onGpu: (il: number) => b
 }
 
 /**
+ * For an estimate by moments: the room CUDA's flash attention takes beside its output for f16
+ * copies of a cache of another type (one layer's, the widest), as gpuBytesOf adds it to the op.
+ */
+function flashAttentionF16(shape: ModelShape, r: ReserveShape): number {
+  if (!r.flash || r.tokens <= 2) return 0;
+  let most = 0;
+  for (const l of shape.layers.filter((x) => x.attention && x.headCountKv > 0)) {
+    const cells = (l.slidingWindow ? r.swaCells : r.fullCells) * r.streams;
+    const headK = l.kWidth / l.headCountKv;
+    const headV = l.vWidth / l.headCountKv;
+    if (!cudaFlashAttention(headK, headV, l.headCount / l.headCountKv, r.typeK, r.typeV)) continue;
+    let bytes = 0;
+    if (r.typeK !== 'f16' && r.typeK !== 'f32') bytes += Math.ceil(cells * l.kWidth * 2 / 128) * 128;
+    if (r.typeV !== 'f16' && r.typeV !== 'f32') bytes += Math.ceil(cells * l.vWidth * 2 / 128) * 128;
+    most = Math.max(most, bytes);
+  }
+  return most;
+}
+
+/**
  * Whether ggml-cuda has a flash attention kernel for these head sizes, query heads per KV head
  * and cache types (ggml_cuda_get_best_fattn_kernel: the larger heads only where its GQA
  * optimisation applies, which needs 2 or more query heads per KV head).
@@ -194,7 +214,7 @@ function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, 
   if (!graphModelled(shape)) {
     // the graph is not written out: the CPU's figure (its largest moments) on the GPU, the
     // graph's inputs and the token embeddings' rows on the host, where llama.cpp keeps them
-    return { CUDA0: estimateCompute(shape, options, kv), CUDA_Host: hostInputs(shape, r, onGpu), CPU: 0 };
+    return { CUDA0: estimateCompute(shape, options, kv) + flashAttentionF16(shape, r), CUDA_Host: hostInputs(shape, r, onGpu), CPU: 0 };
   }
   const g = transformerGraph(shape, r, true, new Set(file.tensors.map((t) => t.name)));
   const layerOnGpu = (layer: number) => layer >= 0 && onGpu(Math.min(layer, shape.layerCount));
