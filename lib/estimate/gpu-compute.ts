@@ -5,7 +5,7 @@ import { cudaTensorBytes, type GpuBufferName } from './gpu-weights.js';
 import type { ModelShape } from './model-shape.js';
 import { KV_TYPE_SIZE, kvRowBytes, type KvCacheType, type ResolvedOptions } from './options.js';
 import { estimateCompute, graphModelled, reserveShape } from './compute.js';
-import { transformerGraph } from './transformer-graph.js';
+import { MROPE, transformerGraph } from './transformer-graph.js';
 import { OUTPUT_LAYER, type GraphTensor } from './graph-allocator.js';
 import { scheduleGraph } from './gpu-schedule.js';
 import type { ReserveShape } from './reserve-shape.js';
@@ -124,7 +124,7 @@ function hostInputs(shape: ModelShape, r: ReserveShape, onGpu: (il: number) => b
   const E = shape.embeddingLength;
   const T = r.tokens;
   // token ids, the vector input, positions, output ids; the embeddings' rows
-  let bytes = a(T * 4) + a(E * T * 4) + a(T * 4) + a(r.outputs * 4) + a(E * T * 4);
+  let bytes = a(T * 4) + a(E * T * 4) + a(T * 4 * (MROPE.has(shape.architecture) ? 4 : 1)) + a(r.outputs * 4) + a(E * T * 4);
   const attention = shape.layers.filter((l) => l.attention);
   const vMax = Math.max(0, ...attention.map((l) => l.vWidth));
   const caches = [attention.some((l) => !l.slidingWindow) ? r.fullCells : 0, attention.some((l) => l.slidingWindow) ? r.swaCells : 0].filter((c) => c > 0);

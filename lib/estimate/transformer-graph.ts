@@ -21,6 +21,9 @@ interface CacheInputs {
   readonly vRot: GraphTensor | undefined;
 }
 
+/** Architectures whose rope is multi-section (LLAMA_ROPE_TYPE_MROPE/IMROPE): 4 positions per token. */
+export const MROPE = new Set(['qwen2vl', 'paddleocr', 'qwen3vl', 'qwen3vlmoe', 'qwen35', 'qwen35moe', 'qwen4exp', 'qwen3tts']);
+
 /**
  * llama.cpp's decoder graph for one ubatch, as the allocator sees it: per layer the norm, Q/K/V,
  * the cache writes, attention (scores and softmax, or flash attention), the output projection
@@ -44,7 +47,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = 
   let inpL = g.op(E * T * F32, [g.external, tokens], act(E));
   g.expand(inpL);
   g.expand(g.input(E * T * F32, 'inp_embd'));
-  const pos = g.input(T * I32, 'inp_pos');
+  // multi-section rope (M-RoPE) keeps 4 positions per token (n_pos_per_embd): only the GPU's
+  // scheduler (the pinned host buffer) sees the difference
+  const pos = g.input(T * I32 * (detailed && MROPE.has(shape.architecture) ? 4 : 1), 'inp_pos');
   if (shape.learnedPositions) inpL = g.op(inpL.bytes, [inpL, g.op(E * T * F32, [g.external, pos], act(E))], act(E), { inplace: true });
   // Talkie: the embeddings normed (no weight), kept for every layer's skip
   const skipped = shape.rule.embeddingSkip === true;
