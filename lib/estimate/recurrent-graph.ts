@@ -27,10 +27,12 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
   let conv = g.op(convWidth * T * F32, [convX, g.external], 'xBC-conv');
   conv = g.op(conv.bytes, [conv, g.external], 'xBC-conv', { inplace: true }); // bias
   conv = g.op(conv.bytes, [conv], 'xBC-conv', { inplace: true }); // silu
-  const xs = g.view(conv, 'x', inner * T * F32);
+  // x, B and C are strided views of the conv's rows: a copy of one spans its rows
+  const span = (width: number) => ((T - 1) * convWidth + width) * F32;
+  const xs = g.view(conv, 'x', inner * T * F32, [], span(inner));
   const dtBiased = g.op(shape.ssm.heads * T * F32, [g.op(shape.ssm.heads * T * F32, [dt], 'dt'), g.external], 'dt', { inplace: true });
   const scan = g.expand(
-    g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), xs, dtBiased, g.external, g.view(conv, 'B'), g.view(conv, 'C'), g.view(inputs.stateCopy, 'main')], 'y-states'),
+    g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), xs, dtBiased, g.external, g.view(conv, 'B', conv.bytes, [], span(groups * state)), g.view(conv, 'C', conv.bytes, [], span(groups * state)), g.view(inputs.stateCopy, 'main')], 'y-states'),
   );
   g.stateWrite('ssm-state-extra');
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states', state * inner * sequences * F32), g.external]));

@@ -158,5 +158,5 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
 });
 
 /** Measured (the test prints them): raise as the replay gets closer. */
-const EXACT_AT_LEAST = 317;
+const EXACT_AT_LEAST = 319;
 const WITHIN_AT_LEAST = 438;
