@@ -77,25 +77,30 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
     expect(exact).toBe(90);
   });
 
-  it('the compute buffers over every row: how many are exact, how close the rest', () => {
+  it('the compute buffers over every row: most exact, every replayed one within 15%', () => {
     let exact = 0;
-    let within = 0;
-    let worst = 0;
+    let worstReplayed = 0;
+    let withinMoments = 0;
+    let rowsMoments = 0;
     for (const row of rows) {
       const e = estimate(row);
-      const errors = BUFFERS.map((n) => {
+      const error = Math.max(...BUFFERS.map((n) => {
         const expected = row.buffers[n]?.compute ?? 0;
-        // a buffer under 1 MiB: within 1 MiB (small models' pinned buffers)
+        // a buffer under 1 MiB (small models' pinned buffers): within 1 MiB
         return expected < 1048576 ? (Math.abs(e.buffers![n].compute - expected) <= 1048576 ? 0 : Infinity) : rel(e.buffers![n].compute, expected);
-      });
+      }));
       if (BUFFERS.every((n) => e.buffers![n].compute === (row.buffers[n]?.compute ?? 0))) exact++;
-      const error = Math.max(...errors);
-      if (error <= 0.15) within++;
-      worst = Math.max(worst, error);
+      if (e.computeMethod === 'replayed') worstReplayed = Math.max(worstReplayed, error);
+      else {
+        rowsMoments++;
+        if (error <= 0.15) withinMoments++;
+      }
     }
-    console.log(`GPU compute: ${exact} of ${rows.length} rows exact, ${within} within 15%, worst ${(worst * 100).toFixed(1)}%`);
-    expect(exact).toBeGreaterThanOrEqual(EXACT_AT_LEAST);
-    expect(within).toBeGreaterThanOrEqual(WITHIN_AT_LEAST);
+    console.log(`GPU compute: ${exact} of ${rows.length} rows exact; replayed within ${(worstReplayed * 100).toFixed(1)}%; by moments ${withinMoments} of ${rowsMoments} within 15%`);
+    // measured: 319 exact, the replayed within 12.1% (gpt-oss partly offloaded), 7 of the 32 rows by moments within 15%
+    expect(exact).toBeGreaterThanOrEqual(319);
+    expect(worstReplayed).toBeLessThanOrEqual(0.15);
+    expect(rowsMoments).toBe(32);
   });
 
   it('through the real Llama 3.1 8B shape at full size (scripts/model-shapes.ts): the GPU\'s weights, each KV cache and compute buffer are llama.cpp\'s on all 90 settings', () => {
@@ -156,7 +161,3 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
     expect([ignored.weights, ignored.kvCache, ignored.compute, ignored.total]).toEqual([cpu.weights, cpu.kvCache, cpu.compute, cpu.total]);
   });
 });
-
-/** Measured (the test prints them): raise as the replay gets closer. */
-const EXACT_AT_LEAST = 319;
-const WITHIN_AT_LEAST = 438;
