@@ -25,14 +25,7 @@ function cudaBytes(type: KvCacheType, width: number, cells: number, streams: num
  * layer's cache, and recurrent state, where the layer is) split into `byBuffer`.
  */
 export function estimateKvCache(shape: ModelShape, options: ResolvedOptions, onGpu?: (il: number) => boolean): KvCacheEstimate {
-  if (shape.rule.indexer === 'dsv4') {
-    const dsv4 = dsv4KvCache(shape, options);
-    if (onGpu === undefined) return dsv4;
-    // not split per layer (unchecked): the GPU's share of the layers
-    const share = shape.layers.filter((l) => onGpu(l.index)).length / Math.max(1, shape.layers.length);
-    const gpu = Math.round(dsv4.total * share);
-    return { ...dsv4, byBuffer: { CUDA0: gpu, CPU: dsv4.total - gpu } };
-  }
+  if (shape.rule.indexer === 'dsv4') return dsv4KvCache(shape, options, onGpu);
   const geometry = contextGeometry(options);
   const cells = geometry.cellsPerStream;
   const streams = geometry.streams;

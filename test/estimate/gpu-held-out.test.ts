@@ -5,7 +5,7 @@
 // 0 layers. Held to the shared set's tolerances: weights and KV cache exact, compute within 15%.
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, parseGguf, type EstimateOptions } from '../../lib/index.js';
-import { headerSpec } from './held-out-models.js';
+import { deepseek4Spec, headerSpec } from './held-out-models.js';
 
 const SETTINGS: readonly EstimateOptions[] = [
   { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: true },
@@ -171,4 +171,56 @@ describe('estimateMemory with a CUDA GPU on the held-out models', () => {
     expect(rows).toBe(207);
     expect(exact).toBeGreaterThanOrEqual(166);
   });
+});
+
+// The held-out models whose compute buffer goes by moments (DeepSeek 4's compressed cache,
+// Hunyuan v4): weights and KV cache per buffer type, [weights, KV cache] of CUDA0, CUDA_Host, CPU.
+const LLAMA_CPP_CUDA_CACHE: Record<string, Record<number, number[][]>> = {
+  'deepseek4-k256': {
+    999: [[85440768,909312,262144,0,0,0],[85440768,909312,262144,0,0,0],[85440768,1840640,262144,0,0,0]],
+    2: [[20852480,196608,64849088,0,0,712704],[20852480,196608,64849088,0,0,712704],[20852480,354304,64849088,0,0,1483776]],
+    0: [[0,0,85700928,0,0,909312],[0,0,85700928,0,0,909312],[0,0,85700928,0,0,1837056]],
+  },
+  'deepseek4-mtp': {
+    999: [[85440768,1007616,262144,0,0,0],[85440768,1007616,262144,0,0,0],[85440768,1945600,262144,0,0,0]],
+    2: [[297216,98304,85403904,0,0,909312],[297216,98304,85403904,0,0,909312],[297216,104960,85403904,0,0,1837056]],
+    0: [[0,0,85700928,0,0,1007616],[0,0,85700928,0,0,1007616],[0,0,85700928,0,0,1941504]],
+  },
+  'deepseek4': {
+    999: [[85440768,909312,262144,0,0,0],[85440768,909312,262144,0,0,0],[85440768,1840640,262144,0,0,0]],
+    2: [[20852480,196608,64849088,0,0,712704],[20852480,196608,64849088,0,0,712704],[20852480,354304,64849088,0,0,1483776]],
+    0: [[0,0,85700928,0,0,909312],[0,0,85700928,0,0,909312],[0,0,85700928,0,0,1837056]],
+  },
+  'hy_v4-all-cells': {
+    999: [[33615616,12582912,524288,0,0,0],[33615616,12582912,524288,0,0,0],[33615616,33843200,524288,0,0,0]],
+    2: [[7107968,2621440,27030496,0,0,9961472],[7107968,2621440,27030496,0,0,9961472],[7107968,7050496,27030496,0,0,26790912]],
+    0: [[0,0,34137792,0,0,12582912],[0,0,34137792,0,0,12582912],[0,0,34137792,0,0,33841152]],
+  },
+  'hy_v4': {
+    999: [[27225856,12582912,524288,0,0,0],[27225856,12582912,524288,0,0,0],[27225856,33843200,524288,0,0,0]],
+    2: [[7107968,2621440,20640736,0,0,9961472],[7107968,2621440,20640736,0,0,9961472],[7107968,7050496,20640736,0,0,26790912]],
+    0: [[0,0,27748032,0,0,12582912],[0,0,27748032,0,0,12582912],[0,0,27748032,0,0,33841152]],
+  },
+};
+const MOMENTS_SPECS: Record<string, () => ReturnType<typeof headerSpec>> = {
+  'hy_v4': () => headerSpec('hy_v4'),
+  'hy_v4-all-cells': () => headerSpec('hy_v4-all-cells'),
+  deepseek4: () => deepseek4Spec(),
+  'deepseek4-mtp': () => deepseek4Spec(131072, 32, true),
+  'deepseek4-k256': () => deepseek4Spec(256, 128),
+};
+
+describe('estimateMemory with a CUDA GPU on the held-out models estimated by moments', () => {
+  for (const [name, byLayers] of Object.entries(LLAMA_CPP_CUDA_CACHE)) {
+    it(`${name}: weights and KV cache (DeepSeek 4's compressed cache layer by layer) per buffer type exact`, () => {
+      const file = parseGguf(encodeGguf(MOMENTS_SPECS[name]!()));
+      for (const [gpuLayers, figures] of Object.entries(byLayers)) {
+        SETTINGS.forEach((options, i) => {
+          const e = estimateMemory(file, { ...options, gpu: 'cuda', gpuLayers: Number(gpuLayers) });
+          const got = BUFFERS.flatMap((b) => [e.buffers![b].weights, e.buffers![b].kvCache]);
+          expect(got, `${name} gpuLayers ${gpuLayers} ${JSON.stringify(options)}`).toEqual(figures[i]);
+        });
+      }
+    });
+  }
 });
