@@ -33,7 +33,12 @@ export function layerOnGpu(il: number, blocks: number, gpuLayers: number): boole
 }
 
 /** Input-layer tensors: always on the host (llama.cpp never offloads the input layer). */
-const INPUT_LAYER = /^(token_embd|position_embd|token_types|per_layer_token_embd)\.weight$/;
+const INPUT_LAYER = /^((token_embd|position_embd|token_types|per_layer_token_embd)\.weight|hrm\.z_l_init)$/;
+/**
+ * Made for layer 0 alone, though named without a block (llama.cpp does the embeddings' norm on
+ * the first layer); LFM2's tensor of that name is its output norm (LLM_TENSOR_OUTPUT_NORM_LFM2).
+ */
+const FIRST_LAYER = /^token_embd_norm\.(weight|bias)$/;
 /**
  * Repeating-layer tensors without a block number in their name (rope_freqs and kin): every layer
  * asks for them, duplicated, so each buffer type holding a layer gets its own copy.
@@ -41,10 +46,11 @@ const INPUT_LAYER = /^(token_embd|position_embd|token_types|per_layer_token_embd
 const LAYER_ZERO = /^rope_(freqs|factors_long|factors_short)\.weight$/;
 
 /** Which llama.cpp layer holds the tensor: a block, 'input', or the output layer (`blocks`). */
-function layerOf(name: string, blocks: number): number | 'input' {
+function layerOf(name: string, blocks: number, architecture: string): number | 'input' {
   const m = /^blk\.(\d+)\./.exec(name);
   if (m !== null) return Number(m[1]);
   if (INPUT_LAYER.test(name)) return 'input';
+  if (FIRST_LAYER.test(name) && !architecture.startsWith('lfm2')) return 0;
   return blocks;
 }
 
@@ -97,7 +103,7 @@ export function estimateGpuWeights(file: GgufFile, shape: ModelShape, gpuLayers:
       if (layersOnGpu < blocks) add(tensor, false);
       continue;
     }
-    add(tensor, onGpu(layerOf(tensor.name, blocks)));
+    add(tensor, onGpu(layerOf(tensor.name, blocks, shape.architecture)));
   }
   // without output.weight the output layer multiplies by token_embd: a second copy when the
   // output layer's buffer type is not the input layer's (the GPU's)

@@ -4,7 +4,7 @@
 import { copyFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateMemory, fitGpuLayers, largestContext, openGguf, writeGgufFile, type GgufFile } from '../../lib/index.js';
+import { encodeGguf, estimateMemory, fitGpuLayers, largestContext, openGguf, parseGguf, writeGgufFile, type GgufFile } from '../../lib/index.js';
 import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -159,5 +159,36 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
     expect(cpu.buffers).toBeUndefined();
     const ignored = estimateMemory(file, { ...row.settings, cpuFeatures: ['avx2', 'avx512f'], gpuLayers: 999 });
     expect([ignored.weights, ignored.kvCache, ignored.compute, ignored.total]).toEqual([cpu.weights, cpu.kvCache, cpu.compute, cpu.total]);
+  });
+});
+
+describe('estimateMemory with a CUDA device, where tensors without a block go', () => {
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const t = (name: string, ...shape: number[]) => ({ name, type: 'F32' as const, shape });
+  const E = 256, FF = 384, V = 128;
+  const block = (i: number) => [
+    t(`blk.${i}.attn_norm.weight`, E), t(`blk.${i}.attn_norm.bias`, E), t(`blk.${i}.attn_qkv.weight`, E, 3 * E), t(`blk.${i}.attn_qkv.bias`, 3 * E),
+    t(`blk.${i}.attn_output.weight`, E, E), t(`blk.${i}.attn_output.bias`, E), t(`blk.${i}.ffn_norm.weight`, E), t(`blk.${i}.ffn_norm.bias`, E),
+    t(`blk.${i}.ffn_up.weight`, E, FF), t(`blk.${i}.ffn_up.bias`, FF), t(`blk.${i}.ffn_down.weight`, FF, E), t(`blk.${i}.ffn_down.bias`, E),
+  ];
+  // a two-block BLOOM: its embeddings' norm (token_embd_norm) is made for the first block, not the output layer
+  const tensors = [t('token_embd.weight', E, V), t('token_embd_norm.weight', E), t('token_embd_norm.bias', E), t('output_norm.weight', E), t('output_norm.bias', E), t('output.weight', E, V), ...block(0), ...block(1)];
+  const file = parseGguf(encodeGguf({
+    metadata: {
+      'general.architecture': { type: 'STRING', value: 'bloom' }, 'bloom.block_count': u32(2), 'bloom.embedding_length': u32(E), 'bloom.feed_forward_length': u32(FF),
+      'bloom.attention.head_count': u32(2), 'bloom.attention.head_count_kv': u32(2), 'bloom.context_length': u32(256), 'bloom.vocab_size': u32(V),
+      'bloom.attention.layer_norm_epsilon': { type: 'FLOAT32', value: 1e-5 },
+    },
+    tensors,
+  }));
+  const bytes = (names: (n: string) => boolean, align: number) => tensors.filter((x) => names(x.name)).reduce((a, x) => a + Math.ceil((x.shape.reduce((p, d) => p * d, 4)) / align) * align, 0);
+
+  it('BLOOM\'s token_embd_norm goes with the first block (on the host while it is), llama.cpp\'s output layer with the GPU', () => {
+    // gpuLayers 2: block 1 and the output layer on the GPU, block 0 (and the input layer) on the host
+    const e = estimateMemory(file, { gpu: 'cuda', gpuLayers: 2 });
+    expect(e.buffers!.CUDA_Host.weights).toBe(bytes((n) => n === 'token_embd.weight' || n.startsWith('token_embd_norm') || n.startsWith('blk.0.'), 32));
+    expect(e.buffers!.CUDA0.weights).toBe(bytes((n) => n.startsWith('output') || n.startsWith('blk.1.'), 128));
+    // all layers: the norm on the GPU too
+    expect(estimateMemory(file, { gpu: 'cuda', gpuLayers: 3 }).buffers!.CUDA_Host.weights).toBe(bytes((n) => n === 'token_embd.weight', 32));
   });
 });
