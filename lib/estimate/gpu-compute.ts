@@ -179,11 +179,23 @@ function cudaFlashAttention(headK: number, headV: number, gqa: number, typeK: st
   return (headK === 512 && headV === 512) || (headK === 576 && headV === 512);
 }
 
-/** Whether ggml-cuda runs the op (its supports_op): every op the graph has but flash attention it has no kernel for. */
-function gpuRunsWith(r: ReserveShape) {
+/**
+ * Whether ggml-cuda runs the op (its supports_op): every op the graph has but flash attention it
+ * has no kernel for, and the SSM scan and convolution of sizes its kernels do not take.
+ */
+function gpuRunsWith(r: ReserveShape, shape: ModelShape) {
+  const { state, inner, heads, groups } = shape.ssm;
   return (t: GraphTensor): boolean => {
     const fa = /^fa:(\d+):(\d+):(\d+(?:\.\d+)?)$/.exec(t.layout);
-    return fa === null || cudaFlashAttention(Number(fa[1]), Number(fa[2]), Number(fa[3]), r.typeK, r.typeV);
+    if (fa !== null) return cudaFlashAttention(Number(fa[1]), Number(fa[2]), Number(fa[3]), r.typeK, r.typeV);
+    if (t.layout === 'y-states') {
+      // Mamba 2: state 128 or 256, head size a multiple of 16; Mamba 1: state 16, inner a multiple of 128, one group
+      if (shape.rule.mixer === 'mamba2') return (state === 128 || state === 256) && heads > 0 && (inner / heads) % 16 === 0;
+      return state === 16 && inner % 128 === 0 && Math.max(1, groups) === 1;
+    }
+    // a causal convolution: its channels a multiple of 128
+    if (CONV_OPS.test(t.layout) && shape.rule.mixer !== undefined) return (t.bytes / (r.tokens * 4)) % 128 === 0;
+    return true;
   };
 }
 
@@ -224,7 +236,7 @@ function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, 
     weightOf: weightResolver(file, shape, r),
     gpuBytes: gpuBytesOf(r),
     minBatch: OFFLOAD_MIN_BATCH,
-    gpuRuns: gpuRunsWith(r),
+    gpuRuns: gpuRunsWith(r, shape),
   });
   return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };
 }

@@ -169,10 +169,10 @@ export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, t
   dt = g.op(dt.bytes, [dt, g.external], dt.layout, { inplace: true });
   const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
   g.stateWrite('ssm-state-extra');
-  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states'), g.external]));
+  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states', state * inner * sequences * F32), g.external]));
   // the skip x * D: in place over x, whose scan and projection have read it by then
   const skip = g.op(inner * T * F32, [xs, g.external], xs.layout, { inplace: true });
-  const y = g.op(skip.bytes, [g.view(scan, 'y'), skip], xs.layout, { inplace: true });
+  const y = g.op(skip.bytes, [g.view(scan, 'y', inner * T * F32), skip], xs.layout, { inplace: true });
   const gated = g.op(inner * T * F32, [g.op(inner * T * F32, [g.view(xz, 'z', inner * T * F32)], 'z'), y], `y:${inner}x${T}`);
   // returned reshaped: a view, which the residual add cannot take over (it takes the residual)
   return g.view(g.op(x.bytes, [g.external, gated], 'mamba-out'), x.layout);

@@ -192,3 +192,49 @@ describe('estimateMemory with a CUDA device, where tensors without a block go', 
     expect(estimateMemory(file, { gpu: 'cuda', gpuLayers: 3 }).buffers!.CUDA_Host.weights).toBe(bytes((n) => n === 'token_embd.weight', 32));
   });
 });
+
+describe('estimateMemory with a CUDA device: an SSM scan CUDA has no kernel for runs on the CPU', () => {
+  // the Mamba of llama.cpp's tests/test-llama-archs.cpp (2 blocks, embedding 256, inner 512, state
+  // 128: ggml-cuda's Mamba-1 scan takes state 16 only), and what llama.cpp v0.5.0's CUDA backend
+  // allocates for it (emulated as ../shared/gpu-emulation says): per setting, [weights, KV cache,
+  // compute] of CUDA0, CUDA_Host, CPU
+  const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
+  const t = (name: string, ...shape: number[]) => ({ name, type: 'F32' as const, shape });
+  const block = (i: number) => [
+    t(`blk.${i}.attn_norm.weight`, 256), t(`blk.${i}.ssm_in.weight`, 256, 1024), t(`blk.${i}.ssm_x.weight`, 512, 258), t(`blk.${i}.ssm_dt.weight`, 2, 512),
+    t(`blk.${i}.ssm_out.weight`, 512, 256), t(`blk.${i}.ssm_conv1d.weight`, 4, 512), t(`blk.${i}.ssm_a`, 128, 512), t(`blk.${i}.ssm_d`, 512),
+    t(`blk.${i}.ssm_conv1d.bias`, 512), t(`blk.${i}.ssm_dt.bias`, 512), t(`blk.${i}.ssm_in.scale`, 1), t(`blk.${i}.ssm_out.scale`, 1),
+    t(`blk.${i}.ssm_in.input_scale`, 1), t(`blk.${i}.ssm_out.input_scale`, 1),
+  ];
+  const file = parseGguf(encodeGguf({
+    metadata: {
+      'general.architecture': { type: 'STRING', value: 'mamba' }, 'mamba.block_count': u32(2), 'mamba.embedding_length': u32(256), 'mamba.context_length': u32(256),
+      'mamba.vocab_size': u32(128), 'mamba.ssm.inner_size': u32(512), 'mamba.ssm.conv_kernel': u32(4), 'mamba.ssm.state_size': u32(128),
+      'mamba.ssm.time_step_rank': u32(2), 'mamba.ssm.group_count': u32(0), 'mamba.attention.layer_norm_rms_epsilon': { type: 'FLOAT32', value: 1e-5 },
+    },
+    tensors: [t('token_embd.weight', 256, 128), t('output_norm.weight', 256), t('output.weight', 256, 128), ...block(0), ...block(1)],
+  }));
+  const SETTINGS = [
+    { contextSize: 4096, ubatchSize: 512, sequences: 1, unifiedKv: true, flashAttention: true },
+    { contextSize: 20000, ubatchSize: 256, sequences: 3, unifiedKv: false, typeK: 'q8_0', typeV: 'q8_0', flashAttention: true },
+  ] as const;
+  const LLAMA_CPP_CUDA: Record<number, number[][]> = {
+    999: [[4374528, 536576, 6303872, 131072, 0, 5254176, 524288, 0, 0], [4374528, 1609728, 3465344, 131072, 0, 3955840, 524288, 0, 0]],
+    2: [[2253312, 268288, 6303872, 2251904, 0, 5254176, 524288, 268288, 0], [2253312, 804864, 3219712, 2251904, 0, 3955840, 524288, 804864, 0]],
+    0: [[0, 0, 6291456, 4504832, 0, 4992032, 524288, 536576, 0], [0, 0, 3162112, 4504832, 0, 3169408, 524288, 1609728, 0]],
+  };
+  it('weights and KV cache exact (ssm_a in CPU), the compute buffers within 15% (the scan and its copies on the host)', () => {
+    for (const [gpuLayers, rows] of Object.entries(LLAMA_CPP_CUDA)) {
+      SETTINGS.forEach((options, i) => {
+        const e = estimateMemory(file, { ...options, gpu: 'cuda', gpuLayers: Number(gpuLayers) });
+        const expected = rows[i]!;
+        (['CUDA0', 'CUDA_Host', 'CPU'] as const).forEach((buffer, b) => {
+          const what = `gpuLayers ${gpuLayers} ${JSON.stringify(options)} ${buffer}`;
+          expect([e.buffers![buffer].weights, e.buffers![buffer].kvCache], what).toEqual([expected[3 * b], expected[3 * b + 1]]);
+          const compute = expected[3 * b + 2]!;
+          if (compute > 0) expect(Math.abs(e.buffers![buffer].compute - compute) / compute, what).toBeLessThanOrEqual(0.15);
+        });
+      });
+    }
+  });
+});
