@@ -35,7 +35,8 @@ export class ComputeGraph {
     if (!this.detailed) return t;
     let out = t;
     for (const suffix of suffixes) {
-      if (this.weightNames.has(`blk.${il}.${name}.${suffix}`)) out = this.op(out.bytes, [out, this.external], out.layout, { inplace: true });
+      const weight = `blk.${il}.${name}.${suffix}`;
+      if (this.weightNames.has(weight)) out = this.make({ bytes: out.bytes, srcs: [out, this.external], layout: out.layout, inplace: true, weightName: weight });
     }
     return out;
   }
@@ -69,7 +70,9 @@ export class ComputeGraph {
    * (in place: nothing of the buffer's; detailed only, for the GPU's scheduler's splits).
    */
   normIf(t: GraphTensor, name: string): GraphTensor {
-    return this.detailed && this.weightNames.has(name) ? this.norm(t) : t;
+    if (!this.detailed || !this.weightNames.has(name)) return t;
+    const n = this.op(t.bytes, [t], t.layout, { inplace: true });
+    return this.make({ bytes: n.bytes, srcs: [n, this.external], layout: t.layout, inplace: true, weightName: name });
   }
 
   /** The layer being built (-1: the input layer). */

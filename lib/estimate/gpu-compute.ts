@@ -47,6 +47,10 @@ function weightResolver(file: GgufFile, shape: ModelShape, r: ReserveShape) {
   return (op: GraphTensor, srcIndex: number) => {
     const layer = op.layer ?? -1;
     const other = op.srcs.find((s, i) => i !== srcIndex && !s.external && s.input !== true);
+    if (op.weightName !== undefined) {
+      const named = file.tensor(op.weightName);
+      if (named !== undefined) return { gpuBytes: cudaTensorBytes(named.nbytes, named.ggmlType, named.shape[0] ?? 1), rows: r.tokens };
+    }
     const key = `${layer}:${srcIndex}:${op.bytes}:${other?.bytes ?? -1}`;
     const known = memo.get(key);
     if (known !== undefined) return known;

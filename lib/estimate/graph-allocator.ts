@@ -32,6 +32,8 @@ export interface GraphTensor {
   readonly write?: boolean;
   /** A leaf that is not a graph input (a new tensor an op fills): where its reader runs, not on the CPU. */
   readonly constant?: boolean;
+  /** The weight the op reads, by name, where the graph knows it (the GPU's scheduler copies it). */
+  readonly weightName?: string;
   /** A strided view's span, first element to last: the bytes a copy of it takes (ggml_dup_tensor_layout). */
   readonly span?: number;
 }

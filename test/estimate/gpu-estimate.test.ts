@@ -97,8 +97,8 @@ describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cp
       }
     }
     console.log(`GPU compute: ${exact} of ${rows.length} rows exact; replayed within ${(worstReplayed * 100).toFixed(1)}%; by moments ${withinMoments} of ${rowsMoments} within 15%`);
-    // measured: 319 exact, the replayed within 12.1% (gpt-oss partly offloaded), 7 of the 32 rows by moments within 15%
-    expect(exact).toBeGreaterThanOrEqual(319);
+    // measured: 334 exact, the replayed within 12.1% (gpt-oss partly offloaded), 7 of the 32 rows by moments within 15%
+    expect(exact).toBeGreaterThanOrEqual(334);
     expect(worstReplayed).toBeLessThanOrEqual(0.15);
     expect(rowsMoments).toBe(32);
   });

@@ -155,7 +155,7 @@ describe('estimateMemory with a CUDA GPU on the held-out models', () => {
     });
   }
 
-  it('most rows\' compute buffers are exact (measured: 166 of 207)', () => {
+  it('most rows\' compute buffers are exact (measured: 170 of 207)', () => {
     let rows = 0;
     let exact = 0;
     for (const [name, byLayers] of Object.entries(LLAMA_CPP_CUDA)) {
@@ -169,7 +169,7 @@ describe('estimateMemory with a CUDA GPU on the held-out models', () => {
       }
     }
     expect(rows).toBe(207);
-    expect(exact).toBeGreaterThanOrEqual(166);
+    expect(exact).toBeGreaterThanOrEqual(170);
   });
 });
 
