@@ -214,9 +214,6 @@ export function scheduleGraph(g: ComputeGraph, inputs: ScheduleInputs): [number,
     });
   }
 
-  if (process.env.GPU_SCHED_DEBUG !== undefined) {
-    for (const sp of splits) console.error(`split @${sp.start} ${sp.backend === GPU ? 'GPU' : 'CPU'} inputs: ${sp.inputs.map((t) => `${t.layout}(${t.bytes[sp.backend]})`).join(' ')}`);
-  }
   // the graph ggml-alloc gets: per split, each input's dependency and copy, then its nodes
   const sequence: Tensor[] = [];
   splits.forEach((s, k) => {
@@ -268,9 +265,7 @@ function allocate(leafs: readonly Tensor[], nodes: readonly Tensor[]): [number, 
       }
     }
     s.buffer = buffer;
-    const before = heaps[buffer]!.maxSize;
     s.offset = heaps[buffer]!.alloc(node.bytes[buffer]!);
-    if (process.env.GPU_SCHED_DEBUG !== undefined && heaps[buffer]!.maxSize > before) console.error(`  ${buffer === GPU ? 'GPU' : 'CPU'} max ${heaps[buffer]!.maxSize} at ${node.layout} (${node.bytes[buffer]}) @${s.offset}`);
   };
   const release = (t: Tensor): void => {
     if (t.output) return;
