@@ -160,12 +160,12 @@ export function largestContext(file: GgufFile, bytes: number, options: Omit<Esti
   // with a GPU the budget is the GPU's: CUDA0's weights, KV cache and compute
   const measure = (e: MemoryEstimate) => e.gpuTotal ?? e.total;
   const estimate = (n: number) => estimateFor(file, shape, { ...options, contextSize: n }, weights, computeCache, gpuWeights);
-  // weights + KV cache (+ output on the CPU): non-decreasing in the context (the KV cache's cells are)
+  // weights + KV cache (+ output on the CPU; + the logits on the GPU): non-decreasing in the context (the KV cache's cells are)
   const withoutCompute = (n: number) => {
     if (gpuWeights !== undefined) {
       const settings = resolveOptions({ ...options, contextSize: n }, shape.trainedContext);
       const kv = estimateKvCache(shape, settings, (il) => layerOnGpu(il, shape.layerCount, settings.gpuLayers));
-      return gpuWeights.CUDA0 + kv.byBuffer!.CUDA0;
+      return gpuWeights.CUDA0 + kv.byBuffer!.CUDA0 + gpuLogits(shape, settings);
     }
     const { kv, output } = memoryBesideCompute(shape, { ...options, contextSize: n });
     return weights.total + kv.total + output;
@@ -187,6 +187,16 @@ export function largestContext(file: GgufFile, bytes: number, options: Omit<Esti
 }
 
 /**
+ * The logits: a part of the GPU's compute buffer that is never freed (a graph output), wherever
+ * the output layer is once the ubatch is large enough to offload its product
+ * (GGML_OP_OFFLOAD_MIN_BATCH): a lower bound of that buffer, non-decreasing in the context.
+ */
+function gpuLogits(shape: ModelShape, settings: ResolvedOptions): number {
+  const outputs = Math.min(settings.ubatchSize, settings.contextSize);
+  return settings.gpuLayers > 0 || outputs >= 32 ? shape.vocabularySize * outputs * 4 : 0;
+}
+
+/**
  * The most layers llama.cpp can offload (its n_gpu_layers: blocks + 1 is all, the output layer
  * counting as one) whose GPU buffers (CUDA0: weights + KV cache + compute) fit in `bytes`, with
  * the other settings as given; 0 when not even the output layer fits. The GPU's share of the
@@ -204,10 +214,7 @@ export function fitGpuLayers(file: GgufFile, bytes: number, options: Omit<Estima
   const settings = resolveOptions(options, shape.trainedContext);
   const computeCache = new Map<string, number>();
   const all = shape.layerCount + 1;
-  // the logits are a part of the GPU's compute buffer that is never freed, wherever the output
-  // layer is, once the ubatch is large enough to offload its product (GGML_OP_OFFLOAD_MIN_BATCH)
-  const outputs = Math.min(settings.ubatchSize, settings.contextSize);
-  const logits = (n: number) => (n > 0 || outputs >= 32 ? shape.vocabularySize * outputs * 4 : 0);
+  const logits = (n: number) => gpuLogits(shape, { ...settings, gpuLayers: n });
   for (let n = all; n >= 0; n--) {
     const onGpu = (il: number) => layerOnGpu(il, shape.layerCount, n);
     const gpuWeights = estimateGpuWeights(file, shape, n, skip);
