@@ -199,7 +199,8 @@ function gpuLogits(shape: ModelShape, settings: ResolvedOptions): number {
 /**
  * The most layers llama.cpp can offload (its n_gpu_layers: blocks + 1 is all, the output layer
  * counting as one) whose GPU buffers (CUDA0: weights + KV cache + compute) fit in `bytes`, with
- * the other settings as given; 0 when not even the output layer fits. The GPU's share of the
+ * the other settings as given; 0 when none does (at 0 layers the GPU still holds copies of the
+ * host weights it multiplies by: estimateMemory's gpuTotal at 0 says whether even that fits). The GPU's share of the
  * weights and the KV cache grows with the layers, its compute buffer does not (with host layers
  * it holds copies of their weights and cache, and can shrink as layers move over): so from the
  * most layers whose weights and KV cache alone fit, each count down is estimated, and the first
