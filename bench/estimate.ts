@@ -1,6 +1,7 @@
 // Memory estimate: how long estimateMemory and largestContext take on the headers of real model
 // shapes (Llama 3.1 8B, Qwen3 30B-A3B, Gemma 3 27B; tensors listed, no data, written with the
-// project's writer), the compute buffer being ggml's allocator replayed over the whole graph.
+// project's writer), the compute buffer being ggml's allocator replayed over the whole graph; with
+// one CUDA GPU, estimateMemory at half the layers and fitGpuLayers (the scheduler replayed too).
 // In the same run, when node-llama-cpp is installed in the directory GGUF_MMAP_BENCH_DEPS names
 // (default /work/nlc), its own estimate (GgufInsights.estimateContextResourceRequirements) on the
 // same file; skipped otherwise.
@@ -11,7 +12,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { estimateMemory, largestContext, openGguf, writeGgufFile } from '../lib/index.js';
+import { estimateMemory, fitGpuLayers, largestContext, openGguf, writeGgufFile } from '../lib/index.js';
 import { MODEL_SHAPES, modelShapeSpec } from '../scripts/model-shapes.js';
 import { median } from './stats.js';
 
@@ -58,6 +59,12 @@ try {
       line += `; node-llama-cpp GgufInsights ${theirs.ms.toFixed(2)} ms (${mib(theirs.value)} for the context, ours ${mib(one.value.kvCache + one.value.compute + one.value.output)})`;
     }
     console.log(line);
+    // with one CUDA GPU: half the layers offloaded, and the most layers that fit in 8 and 24 GiB
+    const half = Math.ceil((s.layers + 1) / 2);
+    const gpu = time(() => estimateMemory(file, { contextSize: 32768, gpu: 'cuda', gpuLayers: half }), 20);
+    const fit8 = time(() => fitGpuLayers(file, 8 * 2 ** 30, { contextSize: 32768, gpu: 'cuda' }), 10);
+    const fit24 = time(() => fitGpuLayers(file, 24 * 2 ** 30, { contextSize: 32768, gpu: 'cuda' }), 10);
+    console.log(`  ${''.padEnd(14)} with a CUDA GPU: estimateMemory ${gpu.ms.toFixed(2)} ms (${half} layers: GPU ${mib(gpu.value.gpuTotal!)}); fitGpuLayers(8 GiB) ${fit8.ms.toFixed(1)} ms -> ${fit8.value}, (24 GiB) ${fit24.ms.toFixed(1)} ms -> ${fit24.value} of ${s.layers + 1}`);
     file.close();
   }
   if (!llama) console.log(`  (node-llama-cpp not found under ${DEPS}: its estimate not compared)`);

@@ -53,7 +53,7 @@ export { splitModel, mergeModel, type SplitModelOptions } from './edit/split-mod
 export { editMetadata, type MetadataEdit, type EditOptions, type EditResult } from './edit/edit-metadata.js';
 export { recoverHeaderEdit } from './edit/header-journal.js';
 export { convertEndian, type ConvertEndianOptions } from './edit/convert-endian.js';
-export { estimateMemory, largestContext, type MemoryEstimate } from './estimate/estimate.js';
+export { estimateMemory, fitGpuLayers, largestContext, type BufferEstimate, type MemoryEstimate } from './estimate/estimate.js';
 export { KV_CACHE_TYPES, type EstimateOptions, type KvCacheType } from './estimate/options.js';
 export { hostCpuFeatures } from './estimate/cpu-features.js';
 export { startViewServer } from './view/start.js';

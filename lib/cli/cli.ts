@@ -39,7 +39,7 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
        gguf-mmap chat MODEL --messages FILE.json [--tools FILE.json] [--no-generation-prompt] [--tokens] [--template NAME] [--var KEY=JSON]... [--no-split]
        gguf-mmap tokenize MODEL|URL|hf:... [TEXT | -] [--ids | --count | --json] [--no-special] [--parse-special]
        gguf-mmap hash [--xxh64] [--sha1] [--sha256] [--uuid] [--all] [--no-layer] [--check MANIFEST] [--merge-parts] FILE
-       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--batch N] [--swa-full] [--json]
+       gguf-mmap estimate MODEL|URL|hf:... [--ctx N]... [--parallel N] [--kv-unified] [--cache-type-k T] [--cache-type-v T] [--flash-attn|--no-flash-attn] [--ubatch N] [--batch N] [--swa-full] [--gpu SIZE] [--gpu-layers N] [--json]
 
   inspect [FILE]   summarize a GGUF file: version, the model (architecture, parameters,
                    bits per weight, hyperparameters as keys and as llama.cpp uses them,
@@ -100,6 +100,9 @@ const USAGE = `usage: gguf-mmap inspect [FILE|URL|hf:ORG/REPO/PATH[@REV]] [--jso
                    or hf: URI reads only the header); without --ctx, for 4096, 8192, ... up
                    to the trained context. Defaults as llama-server's: 1 sequence, f16 cache,
                    flash attention on, ubatch 512.
+    --gpu SIZE     one CUDA GPU of SIZE (24GiB, 8000MiB): per device (GPU, pinned host,
+                   host), at each context the most layers that fit
+    --gpu-layers N llama.cpp's n_gpu_layers (-ngl; 999: all): per device at N layers
   view TARGET      look at a model in the browser: serves a page on 127.0.0.1 (a free port
                    unless --port N) and prints its URL with a fresh access token; summary,
                    layer map, tensor table, each tensor's statistics and histogram, metadata.
@@ -431,7 +434,7 @@ function estimate(args: string[]): number {
     openGgufRemote(parsed.model)
       .then((g) => {
         try {
-          process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json));
+          process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json, parsed.gpuBudget, blockCount(g)));
         } finally {
           g.close();
         }
@@ -440,8 +443,14 @@ function estimate(args: string[]): number {
     return 0;
   }
   using g = openGguf(parsed.model);
-  process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json));
+  process.stdout.write(formatEstimate(estimateRows(g, parsed), parsed.json, parsed.gpuBudget, blockCount(g)));
   return 0;
+}
+
+/** The model's blocks (for the layers column of a GPU estimate). */
+function blockCount(g: GgufFile): number {
+  const arch = g.metadata.getString('general.architecture');
+  return Number(g.metadata.get(`${arch}.block_count`) ?? 0);
 }
 
 /** `hash FILE`: llama-gguf-hash's lines and exit statuses (see hash-command.ts). */

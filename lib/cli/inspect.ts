@@ -1,5 +1,5 @@
 import type { GgufFile } from '../file/gguf-file.js';
-import { estimateLine } from './estimate-command.js';
+import { estimateLine, gpuEstimateLine } from './estimate-command.js';
 import type { GgufValue } from '../file/metadata.js';
 import { GgufError } from '../errors.js';
 import { hyperparameterNames, jsonScalar, typedHyperparameters, writeHyperparametersJson, writeSummaryJson } from '../file/summary-json.js';
@@ -132,6 +132,8 @@ export function inspectText(g: GgufFile, path: string): string {
     if (typed !== undefined) lines.push(`family     ${typed instanceof GgufError ? `none: ${typed.code}: ${printable(typed.message)}` : printable(hyperparametersText(typed))}`);
     const memory = estimateLine(g);
     if (memory !== undefined) lines.push(`memory     ${memory}`);
+    const gpu = memory === undefined ? undefined : gpuEstimateLine(g);
+    if (gpu !== undefined) lines.push(`gpu        ${gpu}`);
   }
   lines.push('');
   lines.push(`metadata (${g.metadata.size})`);

@@ -166,6 +166,7 @@ export function reserveShape(shape: ModelShape, options: ResolvedOptions, kv: Kv
     kF32: options.typeK === 'f32',
     vF32: options.typeV === 'f32',
     typeK: options.typeK,
+    typeV: options.typeV,
     kRotation,
     vRotation: headV > 0 ? 64 : 0,
   };

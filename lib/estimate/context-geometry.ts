@@ -35,5 +35,7 @@ export interface KvCacheEstimate {
   /** Cells per stream of the full and sliding-window caches. */
   readonly cells: number;
   readonly swaCells: number;
+  /** With a GPU: the cache by llama.cpp buffer type (CUDA0: the GPU layers' caches; CPU: the rest). */
+  readonly byBuffer?: { readonly CUDA0: number; readonly CPU: number };
 }
 

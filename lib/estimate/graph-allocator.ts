@@ -21,18 +21,42 @@ export interface GraphTensor {
   readonly inplace?: boolean;
   /** Same type, shape and strides: what in-place reuse requires (a string; equal means same layout). */
   readonly layout: string;
+  // What the GPU scheduler replay (gpu-schedule.ts) reads; the CPU replay ignores them.
+  /** The layer being built when the tensor was made (-1: the input layer; OUTPUT_LAYER: after the blocks). */
+  readonly layer?: number;
+  /** A view op (reshape, permute, view): not scheduled itself, it goes where its source is. */
+  readonly viewOp?: boolean;
+  /** A view of the KV cache (or recurrent state) read by an op: external memory that is not a weight. */
+  readonly cache?: boolean;
+  /** A write into the cache (set_rows): runs where the cache is. */
+  readonly write?: boolean;
+  /** A leaf that is not a graph input (a new tensor an op fills): where its reader runs, not on the CPU. */
+  readonly constant?: boolean;
+  /** The weight the op reads, by name, where the graph knows it (the GPU's scheduler copies it). */
+  readonly weightName?: string;
+  /** A strided view's span, first element to last: the bytes a copy of it takes (ggml_dup_tensor_layout). */
+  readonly span?: number;
 }
+
+/** GraphTensor.layer of the final norm and the logits. */
+export const OUTPUT_LAYER = 1e9;
 
 const ALIGNMENT = 32;
 const align = (n: number) => Math.ceil(n / ALIGNMENT) * ALIGNMENT;
 
 /** The free list of ggml_dyn_tallocr: blocks sorted by offset, the last one open-ended. */
-class DynamicAllocator {
+export class DynamicAllocator {
   readonly blocks: { offset: number; size: number }[] = [{ offset: 0, size: Number.MAX_SAFE_INTEGER }];
   maxSize = 0;
 
+  constructor(private readonly alignment = ALIGNMENT) {}
+
+  private align(n: number): number {
+    return Math.ceil(n / this.alignment) * this.alignment;
+  }
+
   alloc(bytes: number): number {
-    const size = align(bytes);
+    const size = this.align(bytes);
     let best = -1;
     let bestSize = Infinity;
     // best fit among all blocks but the last; the last only when none fits
@@ -54,7 +78,7 @@ class DynamicAllocator {
   }
 
   free(offset: number, bytes: number): void {
-    const size = align(bytes);
+    const size = this.align(bytes);
     for (let i = 0; i < this.blocks.length; i++) {
       const b = this.blocks[i]!;
       if (b.offset + b.size === offset) {

@@ -3,6 +3,7 @@ import { hadamardSide } from './hadamard.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, MlaShape, ModelShape } from './model-shape.js';
 import type { ReserveShape } from './reserve-shape.js';
+import { kvRowBytes, type KvCacheType } from './options.js';
 
 const F32 = 4;
 const I32 = 4;
@@ -105,7 +106,7 @@ export function mlaAttention(
   let mask = inputs.mask;
   if (indexer !== undefined) {
     // the top-k cells unmasked: a mask of -inf with zeros written at the chosen cells, plus the causal mask
-    const zeros = g.input(indexer.topK * T * F32, 'zeros');
+    const zeros = g.input(indexer.topK * T * F32, 'zeros', true);
     const zeroed = g.op(zeros.bytes, [zeros], zeros.layout, { inplace: true });
     const all = g.op(mask.bytes, [mask], mask.layout, { inplace: true });
     const chosen = g.setRows(g.view(all, 'mask-rows'), zeroed, g.view(indexer.topKIndices, 'top_k-3d'), 'mask-top-k');
@@ -115,16 +116,18 @@ export function mlaAttention(
   const qHeads = g.view(qCur, 'q-permuted');
   const cells = inputs.cells * r.streams;
   let out: GraphTensor;
+  // the latent cache as attention reads it (V is a view of its first `rank` columns)
+  const cacheView = () => g.cacheView(kvRowBytes(r.typeK as KvCacheType, latent) * cells, r.typeK, latent);
   if (r.flash) {
-    const kCache = r.kF32 ? g.op(cells * latent * 2, [g.external], 'k-f16') : g.external;
-    const vCache = r.kF32 ? g.op(cells * rank * 2, [g.external], 'v-f16') : g.external;
-    const fa = g.op(rank * H * T * F32, [qHeads, kCache, vCache, mask], 'fa');
+    const kCache = r.kF32 ? g.op(cells * latent * 2, [cacheView()], 'k-f16') : cacheView();
+    const vCache = r.kF32 ? g.op(cells * rank * 2, [cacheView()], 'v-f16') : cacheView();
+    const fa = g.op(rank * H * T * F32, [qHeads, kCache, vCache, mask], `fa:${latent}:${rank}:${H}`);
     const decompressed = g.op(mla.headV * T * H * F32, [g.external, g.view(fa, 'fa-permuted')], `f32:${mla.headV}x${T}x${H}`);
     out = g.op(decompressed.bytes, [g.view(decompressed, 'fattn_mla-permuted')], `f32:${mla.headV * H}x${T}`);
   } else {
     // V is the latent part of the cache, not transposed: copied out transposed for the product
-    const vCont = g.op(rank * cells * elementBytes(r.typeK), [g.external], 'v-cont');
-    const kq = g.op(inputs.cells * T * H * F32, [g.external, qHeads], 'kq');
+    const vCont = g.op(rank * cells * elementBytes(r.typeK), [cacheView()], 'v-cont');
+    const kq = g.op(inputs.cells * T * H * F32, [cacheView(), qHeads], 'kq');
     const softmax = g.op(kq.bytes, [kq, mask], 'kq', { inplace: true });
     const kqv = g.op(rank * T * H * F32, [vCont, softmax], `f32:${rank}x${T}x${H}`);
     const decompressed = g.op(mla.headV * T * H * F32, [g.external, kqv], `f32:${mla.headV}x${T}x${H}`);

@@ -46,8 +46,13 @@ export interface EstimateOptions {
   /** Sliding-window layers keep the whole context instead of their window. Default false. */
   swaFull?: boolean;
   /**
-   * Layers offloaded to a GPU (llama.cpp's n_gpu_layers). Untested: no GPU was there to check it.
-   * The figures split by the same rules layer by layer; default 0 (all on the CPU).
+   * A GPU llama.cpp runs on beside the CPU: 'cuda' (one CUDA device). The estimate then splits
+   * by buffer type (`buffers`) as llama.cpp's CUDA backend allocates. Default: none (CPU only).
+   */
+  gpu?: 'cuda';
+  /**
+   * Layers offloaded to the GPU (llama.cpp's n_gpu_layers: the last blocks first, the output
+   * layer counting as one; blocks + 1 or more, e.g. 999, is all). Read only with `gpu`; default 0.
    */
   gpuLayers?: number;
   /** CPU features deciding weight repacking (see cpu-features.ts); default: this machine's. */
@@ -65,6 +70,7 @@ export interface ResolvedOptions {
   readonly flashAttention: boolean;
   readonly swaFull: boolean;
   readonly gpuLayers: number;
+  readonly gpu: 'cuda' | undefined;
 }
 
 function positiveInteger(name: string, value: number | undefined, fallback: number, allowZero = false): number {
@@ -89,6 +95,12 @@ function cacheType(name: string, value: string | undefined): KvCacheType {
     throw new TypeError(`${name} ${value} is not a KV cache type llama.cpp accepts (${KV_CACHE_TYPES.join(', ')})`);
   }
   return lower as KvCacheType;
+}
+
+function gpuKind(value: string | undefined): 'cuda' | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'cuda') throw new TypeError(`gpu ${String(value)} is not a GPU backend the estimate knows (cuda)`);
+  return value;
 }
 
 /**
@@ -124,5 +136,6 @@ export function resolveOptions(options: EstimateOptions, trainedContext: number 
     flashAttention: options.flashAttention ?? true,
     swaFull: options.swaFull ?? false,
     gpuLayers: positiveInteger('gpuLayers', options.gpuLayers, 0, true),
+    gpu: gpuKind(options.gpu),
   };
 }

@@ -23,14 +23,18 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
   const z = g.view(zxBCdt, 'z', inner * T * F32);
   const dt = g.view(zxBCdt, 'dt', shape.ssm.heads * T * F32);
   const convX = convInput(g, g.view(zxBCdt, 'xBC', convWidth * T * F32), convWidth, convKernel, T, sequences, inputs);
+  g.stateWrite('ssm-state-zero');
   let conv = g.op(convWidth * T * F32, [convX, g.external], 'xBC-conv');
   conv = g.op(conv.bytes, [conv, g.external], 'xBC-conv', { inplace: true }); // bias
   conv = g.op(conv.bytes, [conv], 'xBC-conv', { inplace: true }); // silu
-  const xs = g.view(conv, 'x', inner * T * F32);
+  // x, B and C are strided views of the conv's rows: a copy of one spans its rows
+  const span = (width: number) => ((T - 1) * convWidth + width) * F32;
+  const xs = g.view(conv, 'x', inner * T * F32, [], span(inner));
   const dtBiased = g.op(shape.ssm.heads * T * F32, [g.op(shape.ssm.heads * T * F32, [dt], 'dt'), g.external], 'dt', { inplace: true });
   const scan = g.expand(
-    g.op((inner * T + state * inner * sequences) * F32, [g.external, xs, dtBiased, g.external, g.view(conv, 'B'), g.view(conv, 'C'), g.view(inputs.stateCopy, 'main')], 'y-states'),
+    g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), xs, dtBiased, g.external, g.view(conv, 'B', conv.bytes, [], span(groups * state)), g.view(conv, 'C', conv.bytes, [], span(groups * state)), g.view(inputs.stateCopy, 'main')], 'y-states'),
   );
+  g.stateWrite('ssm-state-extra');
   g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states', state * inner * sequences * F32), g.external]));
   const y = g.view(scan, 'y', inner * T * F32);
   const skip = g.op(inner * T * F32, [xs, g.external], 'y');
@@ -45,7 +49,10 @@ export function mamba2Mixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, 
 
 /** The conv history read out of the cache and joined with this ubatch's rows (build_rs + concat), its tail written back. */
 function convInput(g: ComputeGraph, rows: GraphTensor, channels: number, kernel: number, tokens: number, sequences: number, inputs: RecurrentInputs): GraphTensor {
-  const history = g.expand(g.op((kernel - 1) * channels * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'conv-rows'));
+  // (the state read is a view of the layer's cache: where the layer is, for the GPU's scheduler)
+  g.stateWrite('conv-state-zero');
+  const history = g.expand(g.op((kernel - 1) * channels * sequences * F32, [g.cacheView((kernel - 1) * channels * sequences * F32, 'f32', (kernel - 1) * channels), g.view(inputs.stateCopy, 'main')], 'conv-rows'));
+  g.stateWrite('conv-state-extra');
   const joined = g.op((kernel - 1 + tokens / sequences) * channels * sequences * F32, [g.view(history, 'conv3'), g.view(rows, 'rows-t')], 'conv-x');
   g.expand(g.view(g.external, 'conv-state', 0, [g.view(joined, 'last-conv'), g.external]));
   return joined;
@@ -73,7 +80,9 @@ export function gatedDeltaNetMixer(g: ComputeGraph, shape: ModelShape, x: GraphT
     qkv = g.op(channels * T * F32, [qk, part('v-flat', inner)], 'qkv');
   } else qkv = g.op(channels * T * F32, [g.external, x], 'qkv');
   const conv = convInput(g, qkv, channels, convKernel, T, sequences, inputs);
-  const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.external, g.view(inputs.stateCopy, 'main')], 'state-rows'));
+  g.stateWrite('ssm-state-zero');
+  const states = g.expand(g.op(headV * headV * headsV * sequences * F32, [g.cacheView(headV * headV * headsV * sequences * F32, 'f32', headV * headV * headsV), g.view(inputs.stateCopy, 'main')], 'state-rows'));
+  g.stateWrite('ssm-state-extra');
   let mixed = g.op(channels * T * F32, [conv, g.external], 'conv');
   mixed = g.op(mixed.bytes, [mixed], 'conv', { inplace: true }); // silu
   // Q and K viewed out of the conv output, L2-normed into new tensors
@@ -140,6 +149,7 @@ export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, t
   const T = tokens;
   const xz = g.op(2 * inner * T * F32, [g.external, x], 'xz');
   const joined = convInput(g, g.view(xz, 'x', inner * T * F32), inner, convKernel, T, sequences, inputs);
+  g.stateWrite('ssm-state-zero');
   let xs = g.op(inner * T * F32, [joined, g.external], `y:${inner}x${T}`);
   xs = g.op(xs.bytes, [xs, g.external], xs.layout, { inplace: true }); // bias
   xs = g.op(xs.bytes, [xs], xs.layout, { inplace: true }); // silu
@@ -157,11 +167,12 @@ export function mambaMixer(g: ComputeGraph, shape: ModelShape, x: GraphTensor, t
   }
   let dt = g.op(inner * T * F32, [g.external, dtRows], 'dt-up');
   dt = g.op(dt.bytes, [dt, g.external], dt.layout, { inplace: true });
-  const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.external, g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
-  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states'), g.external]));
+  const scan = g.expand(g.op((inner * T + state * inner * sequences) * F32, [g.cacheView(state * inner * sequences * F32, 'f32', state * inner), g.view(xs, 'x4'), dt, g.external, B, C, g.view(inputs.stateCopy, 'main')], 'y-states'));
+  g.stateWrite('ssm-state-extra');
+  g.expand(g.view(g.external, 'ssm-state', 0, [g.view(scan, 'states', state * inner * sequences * F32), g.external]));
   // the skip x * D: in place over x, whose scan and projection have read it by then
   const skip = g.op(inner * T * F32, [xs, g.external], xs.layout, { inplace: true });
-  const y = g.op(skip.bytes, [g.view(scan, 'y'), skip], xs.layout, { inplace: true });
+  const y = g.op(skip.bytes, [g.view(scan, 'y', inner * T * F32), skip], xs.layout, { inplace: true });
   const gated = g.op(inner * T * F32, [g.op(inner * T * F32, [g.view(xz, 'z', inner * T * F32)], 'z'), y], `y:${inner}x${T}`);
   // returned reshaped: a view, which the residual add cannot take over (it takes the residual)
   return g.view(g.op(x.bytes, [g.external, gated], 'mamba-out'), x.layout);

@@ -19,6 +19,8 @@ export interface ReserveShape {
   readonly vF32: boolean;
   /** The K cache's type (MLA without flash attention copies its latent part out). */
   readonly typeK: string;
+  /** The V cache's type (the GPU scheduler copies a host cache's views at their size). */
+  readonly typeV: string;
   /** Sides of the Hadamard rotations applied around a quantized K or V cache (0: none). */
   readonly kRotation: number;
   readonly vRotation: number;

@@ -2,6 +2,7 @@ import { ComputeGraph } from './compute-graph.js';
 import type { ReserveShape } from './reserve-shape.js';
 import type { GraphTensor } from './graph-allocator.js';
 import type { LayerShape, ModelShape } from './model-shape.js';
+import { kvRowBytes, type KvCacheType } from './options.js';
 import { gatedDeltaNetMixer, mamba2Mixer, mambaMixer, shortConvMixer, type RecurrentInputs } from './recurrent-graph.js';
 import { mlaAttention, mlaCacheInputs, mlaDecompressedModelled, mlaDecompressedQkv, mlaModelled } from './mla-graph.js';
 import { msaAttention, msaEnabled, msaInputs } from './msa-graph.js';
@@ -20,6 +21,9 @@ interface CacheInputs {
   readonly vRot: GraphTensor | undefined;
 }
 
+/** Architectures whose rope is multi-section (LLAMA_ROPE_TYPE_MROPE/IMROPE): 4 positions per token. */
+export const MROPE = new Set(['qwen2vl', 'paddleocr', 'qwen3vl', 'qwen3vlmoe', 'qwen35', 'qwen35moe', 'qwen4exp', 'qwen3tts']);
+
 /**
  * llama.cpp's decoder graph for one ubatch, as the allocator sees it: per layer the norm, Q/K/V,
  * the cache writes, attention (scores and softmax, or flash attention), the output projection
@@ -28,8 +32,8 @@ interface CacheInputs {
  * nothing; what is alive at once, and the holes between, decide the buffer. The graph is built in
  * the order llama.cpp builds it (build_inp_embd, build_attn, build_moe_ffn expand the same nodes).
  */
-export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGraph {
-  const g = new ComputeGraph();
+export function transformerGraph(shape: ModelShape, r: ReserveShape, detailed = false, weightNames?: ReadonlySet<string>): ComputeGraph {
+  const g = new ComputeGraph(detailed, weightNames);
   const T = r.tokens;
   const O = r.outputs;
   const E = shape.embeddingLength;
@@ -43,7 +47,9 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
   let inpL = g.op(E * T * F32, [g.external, tokens], act(E));
   g.expand(inpL);
   g.expand(g.input(E * T * F32, 'inp_embd'));
-  const pos = g.input(T * I32, 'inp_pos');
+  // multi-section rope (M-RoPE) keeps 4 positions per token (n_pos_per_embd): only the GPU's
+  // scheduler (the pinned host buffer) sees the difference
+  const pos = g.input(T * I32 * (detailed && MROPE.has(shape.architecture) ? 4 : 1), 'inp_pos');
   if (shape.learnedPositions) inpL = g.op(inpL.bytes, [inpL, g.op(E * T * F32, [g.external, pos], act(E))], act(E), { inplace: true });
   // Talkie: the embeddings normed (no weight), kept for every layer's skip
   const skipped = shape.rule.embeddingSkip === true;
@@ -105,6 +111,7 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
     // a layer without a cache of its own (shared KV): its attention output, same width
     else cur = g.op(E * T * F32, [g.external, normed], act(E));
     if (post) cur = g.norm(cur);
+    else cur = g.normIf(cur, `blk.${layer.index}.post_attention_norm.weight`);
     let inpSA = inpL;
     let ffnIn = normed;
     // the last layer goes on with the output rows only (or all rows, picked after the final norm)
@@ -135,10 +142,12 @@ export function transformerGraph(shape: ModelShape, r: ReserveShape): ComputeGra
       const ffnInp = g.op(cur.bytes, first ? [inpSA, cur] : [cur, inpSA], cur.layout, { inplace: true });
       let out = ffn(layer, post ? ffnInp : g.norm(ffnInp), n);
       if (post) out = g.norm(out);
+      else out = g.normIf(out, `blk.${layer.index}.post_ffw_norm.weight`);
       inpL = g.op(cur.bytes, ffnFirst ? [ffnInp, out] : [out, ffnInp], cur.layout, { inplace: true });
       if (skipped) inpL = g.op(cur.bytes, [inpL, g.op(cur.bytes, [skip, g.external], cur.layout, { inplace: true })], cur.layout, { inplace: true });
     }
   }
+  g.outputLayer();
   let out = g.norm(inpL);
   if (shape.rule.lateOutputRows === true) out = g.op(E * O * F32, [out, outIds], act(E, O));
   g.expand(g.op(shape.vocabularySize * O * F32, [g.external, out], 'logits', { output: true }));
@@ -184,9 +193,11 @@ function attentionBlock(
   const attnWidth = layer.headCount * headV;
 
   // separate projections, or views of one fused QKV (not contiguous: copied where a kernel needs rows)
-  const qkv = fusedQkv ? g.op((qWidth + layer.kWidth + layer.vWidth) * T * F32, [g.external, x], 'qkv') : undefined;
+  const qkv = fusedQkv ? g.affine(g.op((qWidth + layer.kWidth + layer.vWidth) * T * F32, [g.external, x], 'qkv'), layer.index, 'attn_qkv') : undefined;
   const project = (width: number, name: string) =>
-    qkv !== undefined ? g.view(qkv, `${name}-view`, width * T * F32) : g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`);
+    qkv !== undefined
+      ? g.view(qkv, `${name}-view`, width * T * F32, [], ((T - 1) * (qWidth + layer.kWidth + layer.vWidth) + width) * F32)
+      : g.normIf(g.affine(g.op(width * T * F32, [g.external, x], `${name}:${width}x${T}`), layer.index, `attn_${name}`), `blk.${layer.index}.attn_${name}_norm.weight`);
   // views of the fused QKV are the only operands here that are not contiguous rows
   const contiguous = (t: GraphTensor) => qkv === undefined || t.viewOf !== qkv;
   // rope in place over the heads (a new tensor when its source is a view of the fused QKV)
@@ -224,7 +235,7 @@ function attentionBlock(
     if (r.flash) {
       const kHalf = g.op(layer.kWidth * T * 2, [g.view(k, 'k-permuted')], 'k-f16');
       const vHalf = g.op(layer.vWidth * T * 2, [g.view(v, 'v-permuted')], 'v-f16');
-      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], 'fa'), `f32:${attnWidth}x${T}`);
+      out = g.view(g.op(attnWidth * T * F32, [qHeads, kHalf, vHalf, inputs.mask], `fa:${headK}:${headV}:${layer.headCount / layer.headCountKv}`), `f32:${attnWidth}x${T}`);
     } else {
       const kq = g.op(T * T * layer.headCount * F32, [g.view(k, 'k-permuted'), qHeads], 'kq');
       const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
@@ -241,16 +252,20 @@ function attentionBlock(
   const vRows = r.flash || contiguous(v) ? g.view(v, 'v-rows') : g.op(v.bytes, [v], 'v-rows');
   g.expand(g.view(g.external, 'cache-v', 0, [vRows, inputs.vIdx]));
 
+  // the layer's K and V as attention reads them (all cells of every stream)
+  const cells = inputs.cells * r.streams;
+  // (viewed per head: rows of the head size; V without flash attention is transposed: rows of cells)
+  const kView = () => g.cacheView(kvRowBytes(r.typeK as KvCacheType, layer.kWidth) * cells, r.typeK, headK);
+  const vView = () => g.cacheView(kvRowBytes(r.typeV as KvCacheType, layer.vWidth) * cells, r.typeV, r.flash ? headV : inputs.cells);
   if (r.flash) {
-    const cells = inputs.cells * r.streams;
-    const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [g.external], 'k-f16') : g.external;
-    const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [g.external], 'v-f16') : g.external;
-    const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], 'fa');
+    const kCache = r.kF32 ? g.op(cells * layer.kWidth * 2, [kView()], 'k-f16') : kView();
+    const vCache = r.vF32 ? g.op(cells * layer.vWidth * 2, [vView()], 'v-f16') : vView();
+    const fa = g.op(attnWidth * T * F32, [qHeads, kCache, vCache, inputs.mask], `fa:${headK}:${headV}:${layer.headCount / layer.headCountKv}`);
     out = g.view(fa, `f32:${attnWidth}x${T}`);
   } else {
-    const kq = g.op(inputs.cells * T * layer.headCount * F32, [g.external, qHeads], 'kq');
+    const kq = g.op(inputs.cells * T * layer.headCount * F32, [kView(), qHeads], 'kq');
     const softmax = g.op(kq.bytes, [kq, inputs.mask], 'kq', { inplace: true });
-    const kqv = g.op(attnWidth * T * F32, [g.external, softmax], 'kqv');
+    const kqv = g.op(attnWidth * T * F32, [vView(), softmax], 'kqv');
     out = g.op(kqv.bytes, [g.view(kqv, 'kqv-permuted')], `f32:${attnWidth}x${T}`);
   }
   g.expand(out);
@@ -265,7 +280,7 @@ function attentionBlock(
     const gate = g.op(qWidth * T * F32, [g.view(qFull, 'gate', qWidth * T * F32)], `f32:${qWidth}x${T}`);
     out = g.op(out.bytes, [out, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], `f32:${attnWidth}x${T}`, { inplace: true });
   }
-  return g.op(x.bytes, [g.external, out], x.layout);
+  return g.affine(g.op(x.bytes, [g.external, out], x.layout), layer.index, 'attn_output');
 }
 
 function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number): GraphTensor {
@@ -274,7 +289,7 @@ function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   let hidden: GraphTensor;
   if (shape.ffnKind === 'plain') {
     // up, then the activation in place
-    const up = g.op(ff * T * F32, [g.external, x], layout);
+    const up = bias(g, g.op(ff * T * F32, [g.external, x], layout), 'ffn_up');
     hidden = g.op(up.bytes, [up], layout, { inplace: true });
   } else if (shape.ffnKind === 'fused') {
     const gateUp = g.op(2 * ff * T * F32, [g.external, x], `f32:${2 * ff}x${T}`);
@@ -282,15 +297,20 @@ function denseFfn(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   } else {
     return gatedFfn(g, ff, x, T);
   }
-  return g.op(x.bytes, [g.external, hidden], x.layout);
+  return bias(g, g.op(x.bytes, [g.external, hidden], x.layout), 'ffn_down');
+}
+
+/** A feed-forward projection's bias where the file has one (llama.cpp's build_ffn adds it; the GPU's scheduler sees the op). */
+function bias(g: ComputeGraph, t: GraphTensor, name: string): GraphTensor {
+  return g.affine(t, g.currentLayer, name, ['bias']);
 }
 
 /** gate and up projections, their product, the down projection. */
-function gatedFfn(g: ComputeGraph, ff: number, x: GraphTensor, T: number): GraphTensor {
+function gatedFfn(g: ComputeGraph, ff: number, x: GraphTensor, T: number, names = ['ffn_gate', 'ffn_up', 'ffn_down']): GraphTensor {
   const layout = `f32:${ff}x${T}`;
-  const gate = g.op(ff * T * F32, [g.external, x], layout);
-  const up = g.op(ff * T * F32, [g.external, x], layout);
-  return g.op(x.bytes, [g.external, g.op(ff * T * F32, [gate, up], layout)], x.layout);
+  const gate = bias(g, g.op(ff * T * F32, [g.external, x], layout), names[0]!);
+  const up = bias(g, g.op(ff * T * F32, [g.external, x], layout), names[1]!);
+  return bias(g, g.op(x.bytes, [g.external, g.op(ff * T * F32, [gate, up], layout)], x.layout), names[2]!);
 }
 
 function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number): GraphTensor {
@@ -298,7 +318,7 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   const used = shape.expertUsedCount;
   const ff = shape.expertFeedForward;
   const E = shape.embeddingLength;
-  const logits = g.op(n * T * F32, [g.external, x], `f32:${n}x${T}`);
+  const logits = bias(g, g.op(n * T * F32, [g.external, x], `f32:${n}x${T}`), 'ffn_gate_inp');
   const probs = g.op(logits.bytes, [logits], `f32:${n}x${T}`, { inplace: true });
   // experts chosen on the probabilities, plus a learned bias when the model has one (exp_probs_b)
   const selection = shape.expertProbsBias ? g.op(probs.bytes, [probs, g.external], probs.layout, { inplace: true }) : probs;
@@ -320,15 +340,15 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   }
   let glu: GraphTensor;
   if (shape.fusedExpertGateUp) {
-    const gateUp = g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2');
+    const gateUp = bias(g, g.op(2 * ff * used * T * F32, [g.external, x3, topk], 'experts2'), 'ffn_gate_up_exps');
     glu = g.op(ff * used * T * F32, [g.view(gateUp, 'gate', ff * used * T * F32), g.view(gateUp, 'up', ff * used * T * F32)], 'experts');
   } else {
     // up is built first, but the gate is the product's first source
-    const up = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
-    const gate = g.op(ff * used * T * F32, [g.external, x3, topk], 'experts');
+    const up = bias(g, g.op(ff * used * T * F32, [g.external, x3, topk], 'experts'), 'ffn_up_exps');
+    const gate = bias(g, g.op(ff * used * T * F32, [g.external, x3, topk], 'experts'), 'ffn_gate_exps');
     glu = g.op(ff * used * T * F32, [gate, up], 'experts');
   }
-  const down = g.op(E * used * T * F32, [g.external, glu, topk], 'down');
+  const down = bias(g, g.op(E * used * T * F32, [g.external, glu, topk], 'down'), 'ffn_down_exps');
   const weighted = g.expand(shape.rule.moeWeightBeforeFfn === true ? down : g.op(down.bytes, [down, weights], 'down', { inplace: true }));
   // the experts' rows summed: views of the weighted rows, added up. The first add makes the sum,
   // each later one adds in place and allocates nothing, so one stands for them all (the weighted
@@ -338,7 +358,7 @@ function moeBlock(g: ComputeGraph, shape: ModelShape, x: GraphTensor, T: number)
   if (used > 2) sum = g.op(sum.bytes, [sum, row(2)], x.layout, { inplace: true });
   // a shared expert beside the routed ones, on the same input, added
   if (shape.sharedExpertFeedForward > 0) {
-    let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T);
+    let shared = gatedFfn(g, shape.sharedExpertFeedForward, x, T, ['ffn_gate_shexp', 'ffn_up_shexp', 'ffn_down_shexp']);
     if (shape.sharedExpertGated) {
       const gate = g.op(T * F32, [g.external, x], `f32:1x${T}`);
       shared = g.op(shared.bytes, [shared, g.op(gate.bytes, [gate], gate.layout, { inplace: true })], shared.layout, { inplace: true });

@@ -158,6 +158,12 @@ export function estimateWeights(file: GgufFile, features: ReadonlySet<string>): 
   return { total, repacked, repackedByLayout: byLayout, amx };
 }
 
+/** A tensor llama.cpp leaves unloaded (see firstSkippedBlock). */
+export function skippedTensor(file: GgufFile): (tensor: GgufTensor) => boolean {
+  const firstSkipped = firstSkippedBlock(file);
+  return (tensor) => firstSkipped !== undefined && blockOf(tensor.name) >= firstSkipped;
+}
+
 const blockOf = (name: string): number => {
   const m = /^blk\.(\d+)\./.exec(name);
   return m === null ? -1 : Number(m[1]);

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeGguf, estimateMemory, openGguf } from '../../lib/index.js';
+import { encodeGguf, estimateMemory, fitGpuLayers, openGguf } from '../../lib/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const CLI = join(import.meta.dirname, '../../dist/lib/cli/cli.js');
@@ -56,7 +56,45 @@ describe('gguf-mmap estimate', () => {
     expect(r.status).toBe(3);
   });
 
-  it('inspect shows one memory line', () => {
-    expect(cli(['inspect', SAMPLE]).stdout).toMatch(/^memory +[\d.]+ MiB at 4096 tokens on the CPU/m);
+  it('inspect shows one memory line, and one for a CUDA GPU with every layer', () => {
+    const out = cli(['inspect', SAMPLE]).stdout;
+    expect(out).toMatch(/^memory +[\d.]+ MiB at 4096 tokens on the CPU/m);
+    using file = openGguf(SAMPLE);
+    const gpu = estimateMemory(file, { contextSize: 4096, gpu: 'cuda', gpuLayers: 999 });
+    expect(out).toContain(`gpu        ${(gpu.gpuTotal! / 1048576).toFixed(1)} MiB on a CUDA GPU with every layer at 4096 tokens`);
+  });
+
+  it('--gpu SIZE: per device at each context, at the most layers that fit (fitGpuLayers)', () => {
+    using file = openGguf(SAMPLE);
+    // a budget between two layer counts' totals at 1024 tokens
+    const at = (n: number) => estimateMemory(file, { contextSize: 1024, gpu: 'cuda', gpuLayers: n }).gpuTotal!;
+    const budget = at(1);
+    const r = cli(['estimate', SAMPLE, '--gpu', String(budget), '--ctx', '1024', '--ctx', '256', '--json']);
+    expect(r.status).toBe(0);
+    const rows = JSON.parse(r.stdout) as { contextSize: number; gpuLayers: number; gpuTotal: number; gpuBudget: number; fits: boolean; buffers: Record<string, { weights: number }> }[];
+    expect(rows.map((x) => x.gpuLayers)).toEqual([1024, 256].map((contextSize) => fitGpuLayers(file, budget, { contextSize, gpu: 'cuda' })));
+    for (const row of rows) {
+      expect(row.gpuBudget).toBe(budget);
+      expect(row.fits).toBe(row.gpuTotal <= budget);
+      expect(row.gpuTotal).toBe(estimateMemory(file, { contextSize: row.contextSize, gpu: 'cuda', gpuLayers: row.gpuLayers }).gpuTotal);
+    }
+    const text = cli(['estimate', SAMPLE, '--gpu', '24GiB', '--ctx', '1024']);
+    expect(text.stdout).toMatch(/^context +layers +GPU weights +GPU KV +GPU compute +GPU total +pinned host +host +fits$/m);
+    expect(text.stdout).toMatch(/one CUDA GPU of 24576\.0 MiB/);
+    expect(text.stdout).toMatch(/not counted: the CUDA context/);
+  });
+
+  it('--gpu-layers N: per device at N layers; bad sizes and counts are usage errors', () => {
+    using file = openGguf(SAMPLE);
+    const r = cli(['estimate', SAMPLE, '--gpu-layers', '1', '--ctx', '512', '--json']);
+    expect(r.status).toBe(0);
+    const [row] = JSON.parse(r.stdout) as { gpuLayers: number; gpuTotal: number; fits?: boolean }[];
+    expect(row!.gpuLayers).toBe(1);
+    expect(row!.gpuTotal).toBe(estimateMemory(file, { contextSize: 512, gpu: 'cuda', gpuLayers: 1 }).gpuTotal);
+    expect(row!.fits).toBeUndefined();
+    for (const bad of [['--gpu', '24XB'], ['--gpu', '-1'], ['--gpu'], ['--gpu-layers', 'all'], ['-ngl', '-2']]) {
+      const e = cli(['estimate', SAMPLE, ...bad]);
+      expect(e.status, bad.join(' ')).toBe(1);
+    }
   });
 });
