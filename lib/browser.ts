@@ -10,7 +10,7 @@ import { GgufFile as NodeGgufFile, parseGguf as nodeParseGguf, type OpenOptions 
 import type { GgufTensor as NodeGgufTensor } from './file/tensor.js';
 import { openGgufBlob as nodeOpenGgufBlob, type OpenBlobOptions } from './file/open-blob.js';
 import { openGgufRemote as nodeOpenGgufRemote, type OpenRemoteOptions } from './remote/open-remote.js';
-import { estimateMemory as nodeEstimateMemory, largestContext as nodeLargestContext, type MemoryEstimate } from './estimate/estimate.js';
+import { estimateMemory as nodeEstimateMemory, fitGpuLayers as nodeFitGpuLayers, largestContext as nodeLargestContext, type MemoryEstimate } from './estimate/estimate.js';
 import type { EstimateOptions } from './estimate/options.js';
 
 export { GgufError, GGUF_ERROR_CODES, type GgufErrorCode } from './errors.js';
@@ -44,7 +44,7 @@ export { dequantize, dequantizeAsync, canDequantize, dequantKernelFor, type Dequ
 export type { OpenRemoteOptions } from './remote/open-remote.js';
 export type { RemoteOptions } from './remote/range-client.js';
 export type { OpenBlobOptions } from './file/open-blob.js';
-export type { MemoryEstimate } from './estimate/estimate.js';
+export type { BufferEstimate, MemoryEstimate } from './estimate/estimate.js';
 export { KV_CACHE_TYPES, type EstimateOptions, type KvCacheType } from './estimate/options.js';
 export { renderChatTemplate, type RenderChatTemplateOptions, type ChatMessage, type ChatTemplateLimits } from './chat/render.js';
 export type { ApplyChatTemplateOptions } from './chat/apply.js';
@@ -79,3 +79,5 @@ export const openGgufRemote = nodeOpenGgufRemote as (uri: string, options?: Open
 export const estimateMemory = nodeEstimateMemory as (file: GgufFile, options?: EstimateOptions) => MemoryEstimate;
 /** The largest context that fits in `bytes` (see largestContext in docs/api.md). */
 export const largestContext = nodeLargestContext as (file: GgufFile, bytes: number, options?: Omit<EstimateOptions, 'contextSize'> & { beyondTrained?: boolean }) => number;
+/** The most layers whose GPU buffers fit in `bytes` (see fitGpuLayers in docs/api.md). */
+export const fitGpuLayers = nodeFitGpuLayers as (file: GgufFile, bytes: number, options: Omit<EstimateOptions, 'gpuLayers'> & { gpu: 'cuda' }) => number;

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateMemory, largestContext, openGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteTensor } from '../../lib/index.js';
+import { estimateMemory, fitGpuLayers, largestContext, openGguf, writeGgufFile, type GgufWriteSpec, type GgufWriteTensor } from '../../lib/index.js';
 import { ggmlTypeByName } from '../../lib/format/ggml-types.js';
 import { CHROMIUM_MISSING, launchChromium } from '../../scripts/chromium.js';
 import { tinyllamaShapedSpec } from '../../scripts/tinyllama-shape.js';
@@ -136,6 +136,8 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('the browser build in chromium',
     }
     expect(got.estimate).toEqual(plain(estimateMemory(local, ESTIMATE)));
     expect(got.largest).toBe(largestContext(local, 2 ** 31, { cpuFeatures: [] }));
+    expect(got.gpuEstimate).toEqual(plain(estimateMemory(local, { ...ESTIMATE, gpu: 'cuda', gpuLayers: 11 })));
+    expect(got.gpuLayers).toBe(fitGpuLayers(local, 2 ** 29, { ...ESTIMATE, gpu: 'cuda' }));
     expect(got.chat).toBe(local.applyChatTemplate([{ role: 'user', content: 'Hello there' }], { addGenerationPrompt: true }));
     expect(got.chatIds).toEqual(Array.from(local.applyChatTemplate([{ role: 'user', content: 'Hello there' }], { addGenerationPrompt: true, tokenize: true })));
     // Ranges only: the 669 MB file was never fetched whole.

@@ -38,7 +38,7 @@ describe('the browser build, bundled', () => {
     for (const name of ['openGguf', 'pullModel', 'writeGgufFile', 'encodeGguf', 'hashTensors', 'editMetadata', 'startViewServer', 'liveMappings']) {
       expect(Object.keys(entry), name).not.toContain(name);
     }
-    for (const name of ['openGgufRemote', 'openGgufBlob', 'parseGguf', 'estimateMemory', 'largestContext', 'renderChatTemplate', 'Tokenizer', 'dequantizeAsync', 'GgufError']) {
+    for (const name of ['openGgufRemote', 'openGgufBlob', 'parseGguf', 'estimateMemory', 'largestContext', 'fitGpuLayers', 'renderChatTemplate', 'Tokenizer', 'dequantizeAsync', 'GgufError']) {
       expect(Object.keys(entry), name).toContain(name);
     }
   });

@@ -1,7 +1,7 @@
 // The page the browser tests drive (test/web/browser.test.ts), bundled from the package as a
 // user's app would be: `import ... from 'gguf-mmap'` under the bundler's browser condition.
 // Its checks return JSON-safe results; the test compares them with Node's answers.
-import { dequantize, estimateMemory, GgufError, largestContext, openGgufBlob, openGgufRemote, parseGguf, renderChatTemplate } from 'gguf-mmap';
+import { dequantize, estimateMemory, fitGpuLayers, GgufError, largestContext, openGgufBlob, openGgufRemote, parseGguf, renderChatTemplate } from 'gguf-mmap';
 
 const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 const sha256 = async (view) => hex(new Uint8Array(await crypto.subtle.digest('SHA-256', new Uint8Array(view.buffer, view.byteOffset, view.byteLength))));
@@ -29,6 +29,8 @@ window.checks = {
       hyperparameters: plain(file.hyperparameters()),
       estimate: plain(estimateMemory(file, ESTIMATE)),
       largest: largestContext(file, 2 ** 31, { cpuFeatures: [] }),
+      gpuEstimate: plain(estimateMemory(file, { ...ESTIMATE, gpu: 'cuda', gpuLayers: 11 })),
+      gpuLayers: fitGpuLayers(file, 2 ** 29, { ...ESTIMATE, gpu: 'cuda' }),
       chat: file.applyChatTemplate([{ role: 'user', content: 'Hello there' }], { addGenerationPrompt: true }),
       chatIds: Array.from(file.applyChatTemplate([{ role: 'user', content: 'Hello there' }], { addGenerationPrompt: true, tokenize: true })),
     };
