@@ -20,7 +20,12 @@ const needsFetch = [
   'test/view/server.test.ts',
   'test/view/page.test.ts',
 ];
-if (underWine) console.log(`under wine: not running ${needsFetch.join(', ')} (fetch cannot connect under wine 8)`);
+// The browser tests drive Debian's chromium, a Linux program the Windows node.exe cannot start.
+const needsChromium = ['test/web/browser.test.ts', 'test/view/static-page.test.ts'];
+if (underWine) {
+  console.log(`under wine: not running ${needsFetch.join(', ')} (fetch cannot connect under wine 8)`);
+  console.log(`under wine: not running ${needsChromium.join(', ')} (chromium is a Linux program)`);
+}
 
 export default defineConfig({
   // The package's imports map (package.json) names the compiled twins in dist/: what dist/ imports
@@ -39,7 +44,7 @@ export default defineConfig({
   ],
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...(underWine ? needsFetch : [])],
+    exclude: [...configDefaults.exclude, ...(underWine ? [...needsFetch, ...needsChromium] : [])],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Files share no state, but several map large sparse files: two at a time suits 2 cores.
