@@ -149,7 +149,7 @@ function formatGpuEstimate(rows: readonly EstimateRow[], gpuBudget: number | und
   const first = rows[0]!;
   const s = first.settings;
   const lines = [
-    `${first.architecture}: ${s.sequences} sequence${s.sequences === 1 ? '' : 's'}${s.unifiedKv ? ' (unified KV)' : ''}, ubatch ${s.ubatchSize}, K ${s.typeK}, V ${s.typeV}, flash attention ${s.flashAttention ? 'on' : 'off'}, one CUDA GPU${gpuBudget !== undefined ? ` of ${mib(gpuBudget)} MiB` : ''} (MiB)`,
+    `${first.architecture}: ${s.sequences} sequence${s.sequences === 1 ? '' : 's'}${s.unifiedKv ? ' (unified KV)' : ''}, ubatch ${s.ubatchSize}, K ${s.typeK}, V ${s.typeV}, flash attention ${s.flashAttention ? 'on' : 'off'}, one CUDA GPU${gpuBudget !== undefined ? ` of ${mib(gpuBudget)} MiB` : ''}; figures in MiB`,
   ];
   const header = ['context', 'layers', 'GPU weights', 'GPU KV', 'GPU compute', 'GPU total', 'pinned host', 'host'];
   if (gpuBudget !== undefined) header.push('fits');
