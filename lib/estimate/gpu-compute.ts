@@ -273,12 +273,11 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
     // one with a quantized V cache (fitted to llama.cpp's figures)
     const quantized = KV_TYPE_SIZE[r.typeV as KvCacheType][0] > 1;
     const rows = quantized ? 1 : 3;
-    // every layer and the output on the host, Q and K normed by host weights (PLaMo 2): the
-    // scheduler keeps the attention on the host, its scores (without flash attention) and a row
-    // more (the output's norm) there; the GPU holds the offloaded products and the recurrent
-    // state (fitted)
+    // every layer on the host, Q and K normed by host weights (PLaMo 2): the scheduler keeps the
+    // attention on the host, its scores (without flash attention) and a row more there, wherever
+    // the output layer is; the GPU holds the offloaded products and the recurrent state (fitted)
     const qNormed = attention.every((l) => file.tensor(`blk.${l.index}.attn_q_norm.weight`) !== undefined);
-    if (qNormed && shape.layers.every((l) => !onGpu(l.index)) && !onGpu(shape.layerCount)) {
+    if (qNormed && shape.layers.every((l) => !onGpu(l.index))) {
       const scores = r.flash ? 0 : Math.max(0, ...attention.map((l) => l.headCount)) * r.fullCells * T * 4;
       host += scores + (rows + 1) * a(E * T * 4);
       gpu = T * 4 * (2 * shape.ssmInputWidth + 3 * shape.ssmInner) + shape.recurrentS * 4 * r.sequences;
