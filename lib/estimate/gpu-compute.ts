@@ -266,7 +266,12 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
   // the GPU keeps the layers' activations, or the output's rows, whichever is larger, and no
   // scores or masks over the cache
   const mlaOnHost = mla?.absorbed === true && r.flash && !cudaFlashAttention(mla.kvLoraRank + mla.rope, mla.kvLoraRank, heads, r.typeK, r.typeV);
-  if (mlaOnHost) gpu = T * Math.max(layerActivations(shape, attention, true), 4 * (shape.vocabularySize + 2 * E));
+  if (mlaOnHost) {
+    // attention residuals (Kimi K3's res_score weights): every block's output, and the input's,
+    // stays alive for the later blocks to attend over
+    const residuals = file.tensor('output_res_score.weight') !== undefined ? 4 * E * (shape.layerCount + 1) : 0;
+    gpu = T * (Math.max(layerActivations(shape, attention, true), 4 * (shape.vocabularySize + 2 * E)) + residuals);
+  }
   else if (offloaded !== undefined && attention.some((l) => !onGpu(l.index))) {
     // an attention layer on the host with its attention offloaded: three rows of the embedding
     // (the layer's input, its norm and the norm scaled by the host's weight) in the host's buffer;
