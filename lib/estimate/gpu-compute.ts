@@ -256,10 +256,10 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
   const attention = shape.layers.filter((l) => l.attention);
   const heads = Math.max(0, ...attention.map((l) => l.headCount));
   const mla = shape.mla;
-  // layers left on the host whose attention the scheduler offloads (a batch of 32 or more)
-  // (not Qwen4-exp's sparse attention, which gathers the cells it reads: there the layer's
-  // figure stands as it is on the GPU)
-  const offloaded = T >= OFFLOAD_MIN_BATCH && shape.rule.indexer === undefined ? (il: number) => !onGpu(il) : undefined;
+  // layers left on the host whose attention the scheduler runs on the GPU (spread there from
+  // the GPU's ops, whatever the batch), not Qwen4-exp's sparse attention, which gathers the
+  // cells it reads: there the layer's figure stands as it is on the GPU
+  const offloaded = shape.rule.indexer === undefined ? (il: number) => !onGpu(il) : undefined;
   let gpu = estimateFromMoments(shape, options, kv, offloaded) + flashAttentionF16(shape, r);
   let host = hostInputs(shape, r, onGpu) + indexerInputs(file, shape, r);
   // MLA attention CUDA has no flash attention kernel for runs on the host (hostInputs counts it):

@@ -60,7 +60,7 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
     for (const file of opened) file.close();
   });
 
-  it('most rows within 15% in both buffers (measured: 120 of 144)', () => {
+  it('most rows within 15% in both buffers (measured: 121 of 144)', () => {
     let rows = 0;
     let within = 0;
     const misses: string[] = [];
@@ -85,6 +85,6 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
     }
     console.log(`GPU compute by moments, held out: ${within} of ${rows} within 15%; off: ${misses.join(', ')}`);
     expect(rows).toBe(144);
-    expect(within).toBeGreaterThanOrEqual(120);
+    expect(within).toBeGreaterThanOrEqual(121);
   });
 });
