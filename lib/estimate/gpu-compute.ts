@@ -285,7 +285,8 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
     if (qNormed && shape.layers.every((l) => !onGpu(l.index))) {
       const scores = r.flash ? 0 : Math.max(0, ...attention.map((l) => l.headCount)) * r.fullCells * T * 4;
       host += scores + (rows + 1) * a(E * T * 4);
-      gpu = T * 4 * (2 * shape.ssmInputWidth + 3 * shape.ssmInner) + shape.recurrentS * 4 * r.sequences;
+      // (the output's rows, the logits among them, when they are more: offloaded, as a batch of 32 or more is)
+      gpu = T * 4 * Math.max(2 * shape.ssmInputWidth + 3 * shape.ssmInner, shape.vocabularySize + 2 * E) + shape.recurrentS * 4 * r.sequences;
     } else host += rows * a(E * T * 4);
   }
   return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };

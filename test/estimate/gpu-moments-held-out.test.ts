@@ -8,7 +8,7 @@
 import { copyFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateMemory, openGguf, type EstimateOptions, type GgufFile } from '../../lib/index.js';
+import { estimateMemory, fitGpuLayers, openGguf, writeGgufFile, type EstimateOptions, type GgufFile, type GgufWriteValue } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -86,5 +86,39 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
     console.log(`GPU compute by moments, held out: ${within} of ${rows} within 15%; off: ${misses.join(', ')}`);
     expect(rows).toBe(144);
     expect(within).toBeGreaterThanOrEqual(121);
+  });
+
+  it('fitGpuLayers agrees with the estimate layer count by layer count on PLaMo 2 with a 32000-token vocabulary (the logits outgrow its host-layer figure)', () => {
+    // the shared PLaMo 2's header remade with a larger vocabulary: its token_embd and output matrices widened
+    const source = join(dir, 'plamo2-source.gguf');
+    copyFileSync(sharedPath('memory', 'headers', 'plamo2-dense.gguf.head'), source);
+    truncateSync(source, sizes['plamo2-dense.gguf']!);
+    const shared = openGguf(source);
+    opened.push(shared);
+    const V = 32000;
+    const metadata: Record<string, GgufWriteValue> = {};
+    for (const key of shared.metadata.keys()) {
+      if (key.startsWith('tokenizer.ggml.')) continue;
+      const type = shared.metadata.type(key)!;
+      if (type === 'ARRAY') {
+        const array = shared.metadata.array(key)!;
+        metadata[key] = { type: 'ARRAY', arrayType: array.elementType, value: array.toArray() as never };
+      } else metadata[key] = { type, value: shared.metadata.get(key) } as GgufWriteValue;
+    }
+    metadata['plamo2.vocab_size'] = { type: 'UINT32', value: V };
+    const tensors = shared.tensors.map((t) => ({ name: t.name, type: t.ggmlType.name, shape: /^(token_embd|output)\.weight$/.test(t.name) ? [t.shape[0]!, V] : [...t.shape] }));
+    const path = join(dir, 'plamo2-32k.gguf');
+    writeGgufFile(path, { metadata, tensors });
+    const file = openGguf(path);
+    opened.push(file);
+    const options = { contextSize: 4096, flashAttention: true, gpu: 'cuda' as const };
+    const estimates = [0, 1, 2, 3].map((n) => estimateMemory(file, { ...options, gpuLayers: n }));
+    const totals = estimates.map((e) => e.gpuTotal!);
+    // every block on the host, the output layer's product offloaded: the logits (512 x 32000 floats) in the GPU's buffer
+    for (const e of estimates) expect(e.buffers!.CUDA0.compute).toBeGreaterThanOrEqual(512 * V * 4);
+    for (const bytes of [...totals, ...totals.map((t) => t - 1)]) {
+      const brute = totals.reduce((best, t, n) => (t <= bytes ? n : best), 0);
+      expect(fitGpuLayers(file, bytes, options), `${bytes} bytes`).toBe(brute);
+    }
   });
 });
