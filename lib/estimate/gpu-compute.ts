@@ -260,7 +260,9 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
   // the GPU's ops, whatever the batch), not Qwen4-exp's sparse attention, which gathers the
   // cells it reads: there the layer's figure stands as it is on the GPU
   const offloaded = shape.rule.indexer === undefined ? (il: number) => !onGpu(il) : undefined;
-  let gpu = estimateFromMoments(shape, options, kv, offloaded) + flashAttentionF16(shape, r);
+  // the CPU's figure, checked (a header whose sizes give none is refused there)
+  const cpu = estimateCompute(shape, options, kv);
+  let gpu = (offloaded === undefined ? cpu : estimateFromMoments(shape, options, kv, offloaded)) + flashAttentionF16(shape, r);
   let host = hostInputs(shape, r, onGpu) + indexerInputs(file, shape, r);
   // MLA attention CUDA has no flash attention kernel for runs on the host (hostInputs counts it):
   // the GPU keeps the layers' activations, or the output's rows, whichever is larger, and no
@@ -271,8 +273,7 @@ function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOption
     // stays alive for the later blocks to attend over
     const residuals = file.tensor('output_res_score.weight') !== undefined ? 4 * E * (shape.layerCount + 1) : 0;
     gpu = T * (Math.max(layerActivations(shape, attention, true), 4 * (shape.vocabularySize + 2 * E)) + residuals);
-  }
-  else if (offloaded !== undefined && attention.some((l) => !onGpu(l.index))) {
+  } else if (offloaded !== undefined && attention.some((l) => !onGpu(l.index))) {
     // an attention layer on the host with its attention offloaded: three rows of the embedding
     // (the layer's input, its norm and the norm scaled by the host's weight) in the host's buffer;
     // one with a quantized V cache (fitted to llama.cpp's figures)
