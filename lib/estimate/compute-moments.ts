@@ -1,5 +1,5 @@
-import type { ModelShape } from './model-shape.js';
-import type { ResolvedOptions } from './options.js';
+import type { LayerShape, ModelShape } from './model-shape.js';
+import { kvRowBytes, type ResolvedOptions } from './options.js';
 import type { KvCacheEstimate } from './context-geometry.js';
 
 const F32 = 4;
@@ -22,7 +22,7 @@ const F32 = 4;
  * Constants marked "fitted" come from llama.cpp's own figures, not from reading its graph; the
  * four recorded models estimated this way are within 15% (docs/api.md). Not exact.
  */
-export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate): number {
+export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, onHost?: (il: number) => boolean): number {
   // llama.cpp reserves min(n_ctx, n_ubatch) tokens with n_ctx as asked (before its padding)
   const tokens = Math.min(options.ubatchSize, options.contextSize);
   if (shape.rule.indexer === 'dsv4') return Math.round(tokens * dsv4Moment(shape, options, kv));
@@ -42,14 +42,7 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
   const streams = options.unifiedKv ? 1 : options.sequences;
   const masksFrom = (il: number) => ((il <= lastFull ? fullCells : 0) + (il <= lastSwa ? swaCells : 0)) * maskElement;
 
-  let activations = F32 * 4 * embd;
-  if (layers.length > 0) {
-    const widest = layers.reduce((a, b) => (a.kWidth + a.vWidth >= b.kWidth + b.vWidth ? a : b));
-    const headK = widest.headCountKv > 0 ? widest.kWidth / widest.headCountKv : 0;
-    activations += F32 * (widest.headCount * headK + widest.kWidth + widest.vWidth);
-    // MLA under flash attention: the latent K (and rope part) copied out for the kernel
-    if (flash) activations += F32 * shape.latentWidth;
-  }
+  const activations = layerActivations(shape, layers, flash);
   const expertMoment = activations + F32 * 2 * shape.expertUsedCount * shape.expertFeedForward;
   const indexerQueries = F32 * 2 * shape.indexerHeads * shape.indexerKeyLength;
   const ssmMoment = F32 * (2 * shape.ssmInputWidth + 3.5 * shape.ssmInner); // fitted
@@ -59,6 +52,11 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
     const il = layer.index;
     if (layers.includes(layer)) {
       const cells = layer.slidingWindow ? swaCells : fullCells;
+      // with a GPU (onHost given), an attention layer left on the host whose attention the
+      // scheduler offloads: its K and V cache views copied over whole, beside the masks, the
+      // scores and three rows of the embedding; its other activations stay on the host (fitted
+      // to llama.cpp's CUDA figures)
+      const activations = onHost?.(il) === true ? F32 * 3 * embd + (cells * streams * hostCacheRow(shape, layer, options)) / tokens : layerActivations(shape, layers, flash);
       let scores = flash ? 0 : cells * layer.headCount * F32;
       // absorbed MLA (no V cache) without flash attention: the latent K viewed as V, copied in f16
       if (!flash && layer.vWidth === 0) scores += cells * 2;
@@ -83,6 +81,28 @@ export function estimateFromMoments(shape: ModelShape, options: ResolvedOptions,
   // a recurrent layer's state is copied out whole for every sequence
   const state = shape.layers.some((l) => l.recurrent) ? (shape.recurrentR + shape.recurrentS) * F32 * options.sequences : 0;
   return Math.round(tokens * peak + state);
+}
+
+/** Bytes a cell of a layer's K and V cache views (absorbed MLA: the latent, viewed as K and as V). */
+function hostCacheRow(shape: ModelShape, layer: LayerShape, options: ResolvedOptions): number {
+  const v = layer.vWidth > 0 ? layer.vWidth : shape.kvLoraRank;
+  return kvRowBytes(options.typeK, layer.kWidth) + kvRowBytes(options.typeV, v);
+}
+
+/**
+ * Per token, an attention layer's activations (the widest layer's): the residual stream, its norm,
+ * the output and the layer's input (4 rows of the embedding), Q, K and V, and under flash attention
+ * MLA's latent K copied out for the kernel.
+ */
+export function layerActivations(shape: ModelShape, layers: readonly LayerShape[], flash: boolean): number {
+  let activations = F32 * 4 * shape.embeddingLength;
+  if (layers.length > 0) {
+    const widest = layers.reduce((a, b) => (a.kWidth + a.vWidth >= b.kWidth + b.vWidth ? a : b));
+    const headK = widest.headCountKv > 0 ? widest.kWidth / widest.headCountKv : 0;
+    activations += F32 * (widest.headCount * headK + widest.kWidth + widest.vWidth);
+    if (flash) activations += F32 * shape.latentWidth;
+  }
+  return activations;
 }
 
 /**

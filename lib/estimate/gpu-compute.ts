@@ -5,6 +5,7 @@ import { cudaTensorBytes, type GpuBufferName } from './gpu-weights.js';
 import type { ModelShape } from './model-shape.js';
 import { KV_TYPE_SIZE, kvRowBytes, type KvCacheType, type ResolvedOptions } from './options.js';
 import { estimateCompute, graphModelled, reserveShape } from './compute.js';
+import { estimateFromMoments, layerActivations } from './compute-moments.js';
 import { MROPE, transformerGraph } from './transformer-graph.js';
 import { OUTPUT_LAYER, type GraphTensor } from './graph-allocator.js';
 import { scheduleGraph } from './gpu-schedule.js';
@@ -227,11 +228,7 @@ export function estimateGpuCompute(
 }
 
 function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, onGpu: (il: number) => boolean, r: ReserveShape): Readonly<Record<GpuBufferName, number>> {
-  if (!graphModelled(shape)) {
-    // the graph is not written out: the CPU's figure (its largest moments) on the GPU, the
-    // graph's inputs and the token embeddings' rows on the host, where llama.cpp keeps them
-    return { CUDA0: estimateCompute(shape, options, kv) + flashAttentionF16(shape, r), CUDA_Host: hostInputs(shape, r, onGpu), CPU: 0 };
-  }
+  if (!graphModelled(shape)) return momentsOnGpu(file, shape, options, kv, onGpu, r);
   const g = transformerGraph(shape, r, true, new Set(file.tensors.map((t) => t.name)));
   const layerOnGpu = (layer: number) => layer >= 0 && onGpu(Math.min(layer, shape.layerCount));
   const [gpu, host] = scheduleGraph(g, {
@@ -243,4 +240,74 @@ function replayGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, 
     gpuRuns: gpuRunsWith(r, shape),
   });
   return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };
+}
+
+/**
+ * The compute buffers of an architecture whose graph is not written out (PLaMo 2, Qwen4-exp, Kimi
+ * K3, Bailing 3...): the CPU's figure (its largest moments) on the GPU, the graph's inputs and the
+ * token embeddings' rows on the host, where llama.cpp keeps them, and what moves where the
+ * scheduler splits the graph. Fitted to llama.cpp's CUDA figures (../shared/memory/gpu-expected.json
+ * and settings held out, docs/api.md), not replayed: within 15% where checked.
+ */
+function momentsOnGpu(file: GgufFile, shape: ModelShape, options: ResolvedOptions, kv: KvCacheEstimate, onGpu: (il: number) => boolean, r: ReserveShape): Readonly<Record<GpuBufferName, number>> {
+  const T = r.tokens;
+  const E = shape.embeddingLength;
+  const a = (n: number) => Math.ceil(n / 32) * 32;
+  const attention = shape.layers.filter((l) => l.attention);
+  const heads = Math.max(0, ...attention.map((l) => l.headCount));
+  const mla = shape.mla;
+  // layers left on the host whose attention the scheduler runs on the GPU (spread there from
+  // the GPU's ops, whatever the batch), not Qwen4-exp's sparse attention, which gathers the
+  // cells it reads: there the layer's figure stands as it is on the GPU
+  const offloaded = shape.rule.indexer === undefined ? (il: number) => !onGpu(il) : undefined;
+  // the CPU's figure, checked (a header whose sizes give none is refused there)
+  const cpu = estimateCompute(shape, options, kv);
+  let gpu = (offloaded === undefined ? cpu : estimateFromMoments(shape, options, kv, offloaded)) + flashAttentionF16(shape, r);
+  let host = hostInputs(shape, r, onGpu) + indexerInputs(file, shape, r);
+  // MLA attention CUDA has no flash attention kernel for runs on the host (hostInputs counts it):
+  // the GPU keeps the layers' activations, or the output's rows, whichever is larger, and no
+  // scores or masks over the cache
+  const mlaOnHost = mla?.absorbed === true && r.flash && !cudaFlashAttention(mla.kvLoraRank + mla.rope, mla.kvLoraRank, heads, r.typeK, r.typeV);
+  if (mlaOnHost) {
+    // attention residuals (Kimi K3's res_score weights): every block's output, and the input's,
+    // stays alive for the later blocks to attend over
+    const residuals = file.tensor('output_res_score.weight') !== undefined ? 4 * E * (shape.layerCount + 1) : 0;
+    gpu = T * (Math.max(layerActivations(shape, attention, true), 4 * (shape.vocabularySize + 2 * E)) + residuals);
+  } else if (offloaded !== undefined && attention.some((l) => !onGpu(l.index))) {
+    // an attention layer on the host with its attention offloaded: three rows of the embedding
+    // (the layer's input, its norm and the norm scaled by the host's weight) in the host's buffer;
+    // one with a quantized V cache (fitted to llama.cpp's figures)
+    const quantized = KV_TYPE_SIZE[r.typeV as KvCacheType][0] > 1;
+    const rows = quantized ? 1 : 3;
+    // every layer on the host, Q and K normed by host weights (PLaMo 2): the scheduler keeps the
+    // attention on the host, its scores (without flash attention) and a row more there, wherever
+    // the output layer is; the GPU holds the offloaded products and the recurrent state (fitted)
+    const qNormed = attention.every((l) => file.tensor(`blk.${l.index}.attn_q_norm.weight`) !== undefined);
+    if (qNormed && shape.layers.every((l) => !onGpu(l.index))) {
+      const scores = r.flash ? 0 : Math.max(0, ...attention.map((l) => l.headCount)) * r.fullCells * T * 4;
+      host += scores + (rows + 1) * a(E * T * 4);
+      // (the output's rows, the logits among them, when they are more: offloaded, as a batch of 32 or more is)
+      gpu = T * 4 * Math.max(2 * shape.ssmInputWidth + 3 * shape.ssmInner, shape.vocabularySize + 2 * E) + shape.recurrentS * 4 * r.sequences;
+    } else host += rows * a(E * T * 4);
+  }
+  return { CUDA0: gpu, CUDA_Host: host, CPU: 0 };
+}
+
+/**
+ * Qwen4-exp's inputs beside the usual ones (read from llama.cpp's graph): the sparse attention's
+ * block mask (f32, a quarter of a stream's cells per token) and three i32 lists of the cells, the
+ * per-layer embeddings' ids and rows (one per hyper-connection stream and token: output_hc_norm's
+ * second dimension) and four positions a token.
+ */
+function indexerInputs(file: GgufFile, shape: ModelShape, r: ReserveShape): number {
+  if (shape.rule.indexer !== 'qsa') return 0;
+  const a = (n: number) => Math.ceil(n / 32) * 32;
+  const T = r.tokens;
+  let bytes = a((r.fullCells / 4) * T * 4) + 3 * a(r.fullCells * r.streams * 4) + a(T * 4 * 3);
+  const ple = file.tensor('per_layer_token_embd.weight');
+  if (ple !== undefined) {
+    const streams = file.tensor('output_hc_norm.weight')?.shape[1] ?? 1;
+    bytes += a(T * streams * 4) + a(T * streams * (ple.shape[0] ?? 0) * 4);
+  }
+  return bytes;
 }
