@@ -1,6 +1,6 @@
 // estimateMemory against what llama.cpp v0.5.0 itself reported (../shared/memory): each recorded
 // model remade as its header followed by zeros (a sparse file), as the estimate reads only the header.
-import { copyFileSync, readFileSync, truncateSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, GgufError, largestContext, openGguf, parseGguf, type GgufFile } from '../../lib/index.js';
@@ -8,6 +8,7 @@ import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { graphModelled } from '../../lib/estimate/compute.js';
 import { readModelShape } from '../../lib/estimate/model-shape.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 interface Row {
   model: string;
@@ -34,15 +35,13 @@ const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 
 
 describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
   const rows = SKIP_SHARED ? [] : readJson<Row[]>(sharedPath('memory', 'expected.json'));
-  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
   const dir = tempDir('gguf-mmap-estimate-');
   const opened = new Map<string, GgufFile>();
   const open = (model: string): GgufFile => {
     let file = opened.get(model);
     if (file === undefined) {
       const path = join(dir, model);
-      copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-      truncateSync(path, sizes[model]!);
+      remakeMemoryModel(model, path);
       file = openGguf(path);
       opened.set(model, file);
     }

@@ -1,13 +1,14 @@
 // estimateMemory with a CUDA device against what llama.cpp v0.5.0's CUDA backend allocates
 // (../shared/memory/gpu-expected.json: 463 settings of the 44 shared models, per buffer type),
 // each model remade as its header followed by zeros (a sparse file).
-import { copyFileSync, truncateSync } from 'node:fs';
+import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, fitGpuLayers, largestContext, openGguf, parseGguf, writeGgufFile, type GgufFile } from '../../lib/index.js';
 import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 type BufferName = 'CUDA0' | 'CUDA_Host' | 'CPU';
 interface GpuRow {
@@ -24,15 +25,13 @@ const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 
 
 describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cpp v0.5.0', () => {
   const rows = SKIP_SHARED ? [] : readJson<GpuRow[]>(sharedPath('memory', 'gpu-expected.json'));
-  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
   const dir = tempDir('gguf-mmap-gpu-estimate-');
   const opened = new Map<string, GgufFile>();
   const open = (model: string): GgufFile => {
     let file = opened.get(model);
     if (file === undefined) {
       const path = join(dir, model);
-      copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-      truncateSync(path, sizes[model]!);
+      remakeMemoryModel(model, path);
       file = openGguf(path);
       opened.set(model, file);
     }

@@ -5,12 +5,13 @@
 // at 0, 1 (the output layer alone), 2 (one block and the output layer) and all layers. The GPU
 // side of the estimate is fitted to the shared rows (gpu-compute.ts momentsOnGpu); these were not
 // used to fit it.
-import { copyFileSync, truncateSync } from 'node:fs';
+import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { estimateMemory, fitGpuLayers, openGguf, writeGgufFile, type EstimateOptions, type GgufFile, type GgufWriteValue } from '../../lib/index.js';
-import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
+import { SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 const SETTINGS: readonly EstimateOptions[] = [
   { contextSize: 8192, ubatchSize: 384, sequences: 2, unifiedKv: false, flashAttention: true },
@@ -53,7 +54,6 @@ const LLAMA_CPP_CUDA: Record<string, Record<number, number[][]>> = {
   },};
 
 describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from the fit, against llama.cpp v0.5.0', () => {
-  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
   const dir = tempDir('gguf-mmap-gpu-moments-');
   const opened: GgufFile[] = [];
   afterAll(() => {
@@ -66,8 +66,7 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
     const misses: string[] = [];
     for (const [model, byLayers] of Object.entries(LLAMA_CPP_CUDA)) {
       const path = join(dir, model);
-      copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-      truncateSync(path, sizes[model]!);
+      remakeMemoryModel(model, path);
       const file = openGguf(path);
       opened.push(file);
       for (const [gpuLayers, figures] of Object.entries(byLayers)) {
@@ -91,8 +90,7 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
   it('fitGpuLayers agrees with the estimate layer count by layer count on PLaMo 2 with a 32000-token vocabulary (the logits outgrow its host-layer figure)', () => {
     // the shared PLaMo 2's header remade with a larger vocabulary: its token_embd and output matrices widened
     const source = join(dir, 'plamo2-source.gguf');
-    copyFileSync(sharedPath('memory', 'headers', 'plamo2-dense.gguf.head'), source);
-    truncateSync(source, sizes['plamo2-dense.gguf']!);
+    remakeMemoryModel('plamo2-dense.gguf', source);
     const shared = openGguf(source);
     opened.push(shared);
     const V = 32000;

@@ -1,12 +1,13 @@
 // largestContext against the estimate itself, brute force (issue 34, items 24-26): the largest
 // multiple of 256 whose estimateMemory total fits, whatever the trained context's size, the dips
 // of the compute buffer, or the sequences.
-import { copyFileSync, truncateSync } from 'node:fs';
+import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, largestContext, openGguf, parseGguf, type EstimateOptions, type GgufFile } from '../../lib/index.js';
-import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
+import { SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
 
@@ -51,7 +52,6 @@ describe('largestContext', () => {
 });
 
 describe.skipIf(SKIP_SHARED)('largestContext where the compute buffer dips (recorded models)', () => {
-  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
   const dir = tempDir('gguf-mmap-largest-');
   const opened: GgufFile[] = [];
   afterAll(() => {
@@ -59,8 +59,7 @@ describe.skipIf(SKIP_SHARED)('largestContext where the compute buffer dips (reco
   });
   const open = (model: string): GgufFile => {
     const path = join(dir, model);
-    copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-    truncateSync(path, sizes[model]!);
+    remakeMemoryModel(model, path);
     const file = openGguf(path);
     opened.push(file);
     return file;

@@ -1,7 +1,7 @@
 // The compute buffer of a trunk with long runs of identical layers, replayed with a few copies of
 // each run once the allocator's state is shown to repeat (issue 34, item 23): byte for byte the
 // whole graph's buffer, and a 512-block MiniMax-M3 at 256 sequences no longer takes minutes.
-import { copyFileSync, truncateSync } from 'node:fs';
+import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { editMetadata, estimateMemory, largestContext, openGguf, type EstimateOptions, type GgufFile } from '../../lib/index.js';
@@ -13,6 +13,7 @@ import { resolveOptions } from '../../lib/estimate/options.js';
 import { transformerGraph } from '../../lib/estimate/transformer-graph.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 /** The buffer of the whole graph, every layer replayed. */
 function wholeGraph(file: GgufFile, options: EstimateOptions): number {
@@ -22,7 +23,6 @@ function wholeGraph(file: GgufFile, options: EstimateOptions): number {
 }
 
 describe.skipIf(SKIP_SHARED)('runs of identical layers', () => {
-  const sizes = SKIP_SHARED ? {} : readJson<Record<string, number>>(sharedPath('memory', 'sizes.json'));
   const dir = tempDir('gguf-mmap-repeating-');
   const opened: GgufFile[] = [];
   afterAll(() => {
@@ -34,8 +34,7 @@ describe.skipIf(SKIP_SHARED)('runs of identical layers', () => {
     const path = join(dir, `${blocks ?? 'as-is'}-${model}`);
     const known = files.get(path);
     if (known !== undefined) return known;
-    copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-    truncateSync(path, sizes[model]!);
+    remakeMemoryModel(model, path);
     if (blocks !== undefined) editMetadata(path, { set: [[`${model.replace(/-moe\.gguf$/, '')}.block_count`, { type: 'UINT32', value: blocks }]] });
     const file = openGguf(path);
     opened.push(file);

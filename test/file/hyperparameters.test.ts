@@ -2,7 +2,7 @@
 // the real files' own keys (as an independent reader saw them, ../shared/fixtures/real/expected)
 // with llama.cpp's defaults, and the memory estimate's shape (exact against llama.cpp) over the
 // 44 recorded headers (../shared/memory/headers).
-import { copyFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, GgufError, openGguf, parseGguf, type GgufFile, type GgufWriteValue } from '../../lib/index.js';
@@ -10,6 +10,7 @@ import { blockValue } from '../../lib/file/hyperparameters.js';
 import { readModelShape } from '../../lib/estimate/model-shape.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
+import { remakeMemoryModel } from '../helpers/memory-models.js';
 
 const u32 = (value: number) => ({ type: 'UINT32', value }) as const;
 const f32 = (value: number) => ({ type: 'FLOAT32', value }) as const;
@@ -191,8 +192,7 @@ describe.skipIf(SKIP_SHARED)('hyperparameters agree with the memory estimate ove
     const families = new Map<string, string>();
     for (const model of Object.keys(sizes)) {
       const path = join(dir, model);
-      copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
-      truncateSync(path, sizes[model]!);
+      remakeMemoryModel(model, path);
       const file = openGguf(path);
       opened.push(file);
       const h = file.hyperparameters();
