@@ -90,7 +90,7 @@ export function amxSize(type: string, columns: number, rows: number, features: R
 }
 
 /** Input-layer tensors read with GET_ROWS (never a matrix multiplication, so never repacked). */
-const LOOKUP_TENSORS = /^(token_embd|pos_embd|token_types|per_layer_token_embd)\.weight$|\.(attn_compressor_ape)\.weight$/;
+const LOOKUP_TENSORS = /^(token_embd|position_embd|token_types|per_layer_token_embd)\.weight$|\.(attn_compressor_ape)\.weight$/;
 
 /**
  * A weight llama.cpp multiplies with MUL_MAT (2-D) or MUL_MAT_ID (3-D experts): only those may go

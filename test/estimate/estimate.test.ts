@@ -8,7 +8,7 @@ import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { graphModelled } from '../../lib/estimate/compute.js';
 import { readModelShape } from '../../lib/estimate/model-shape.js';
-import { remakeMemoryModel } from '../helpers/memory-models.js';
+import { remakeMemoryModel, rewriteModel } from '../helpers/memory-models.js';
 
 interface Row {
   model: string;
@@ -103,6 +103,17 @@ describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
     expect(estimateMemory(file, { cpuFeatures: [] }).repacked).toBe(0);
     const q4k = file.tensors.filter((t) => t.type === 'Q4_K' && t.name !== 'token_embd.weight').reduce((a, t) => a + t.nbytes, 0);
     expect(estimateMemory(file, { cpuFeatures: ['avx2'] }).repacked).toBe(q4k);
+  });
+
+  it('position embeddings are looked up by row (GET_ROWS), never repacked, as token_embd', () => {
+    // StarCoder's header with position_embd as Q4_0, a type AVX2 repacks when a matrix product reads it
+    const path = rewriteModel(open('starcoder-dense.gguf'), join(dir, 'starcoder-q4-positions.gguf'), {
+      tensor: (t) => ({ name: t.name, type: t.name === 'position_embd.weight' ? 'Q4_0' : t.ggmlType.name, shape: [...t.shape] }),
+    });
+    using file = openGguf(path);
+    expect(file.tensor('position_embd.weight')!.type).toBe('Q4_0');
+    const repackable = file.tensors.filter((t) => t.type === 'Q4_0' && t.name !== 'position_embd.weight').reduce((a, t) => a + t.nbytes, 0);
+    expect(estimateMemory(file, { cpuFeatures: ['avx2'] }).repacked).toBe(repackable);
   });
 
   it('with Intel AMX, 2-D Q4_K and Q6_K matrices go to the AMX buffer, re-laid-out', () => {

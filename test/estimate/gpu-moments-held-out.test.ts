@@ -8,10 +8,10 @@
 import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { estimateMemory, fitGpuLayers, openGguf, writeGgufFile, type EstimateOptions, type GgufFile, type GgufWriteValue } from '../../lib/index.js';
+import { estimateMemory, fitGpuLayers, openGguf, type EstimateOptions, type GgufFile } from '../../lib/index.js';
 import { SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
-import { remakeMemoryModel } from '../helpers/memory-models.js';
+import { remakeMemoryModel, rewriteModel } from '../helpers/memory-models.js';
 
 const SETTINGS: readonly EstimateOptions[] = [
   { contextSize: 8192, ubatchSize: 384, sequences: 2, unifiedKv: false, flashAttention: true },
@@ -94,19 +94,10 @@ describe.skipIf(SKIP_SHARED)('GPU compute by moments at settings held out from t
     const shared = openGguf(source);
     opened.push(shared);
     const V = 32000;
-    const metadata: Record<string, GgufWriteValue> = {};
-    for (const key of shared.metadata.keys()) {
-      if (key.startsWith('tokenizer.ggml.')) continue;
-      const type = shared.metadata.type(key)!;
-      if (type === 'ARRAY') {
-        const array = shared.metadata.array(key)!;
-        metadata[key] = { type: 'ARRAY', arrayType: array.elementType, value: array.toArray() as never };
-      } else metadata[key] = { type, value: shared.metadata.get(key) } as GgufWriteValue;
-    }
-    metadata['plamo2.vocab_size'] = { type: 'UINT32', value: V };
-    const tensors = shared.tensors.map((t) => ({ name: t.name, type: t.ggmlType.name, shape: /^(token_embd|output)\.weight$/.test(t.name) ? [t.shape[0]!, V] : [...t.shape] }));
-    const path = join(dir, 'plamo2-32k.gguf');
-    writeGgufFile(path, { metadata, tensors });
+    const path = rewriteModel(shared, join(dir, 'plamo2-32k.gguf'), {
+      metadata: { 'plamo2.vocab_size': { type: 'UINT32', value: V } },
+      tensor: (t) => ({ name: t.name, type: t.ggmlType.name, shape: /^(token_embd|output)\.weight$/.test(t.name) ? [t.shape[0]!, V] : [...t.shape] }),
+    });
     const file = openGguf(path);
     opened.push(file);
     const options = { contextSize: 4096, flashAttention: true, gpu: 'cuda' as const };

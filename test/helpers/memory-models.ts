@@ -1,4 +1,5 @@
 import { copyFileSync, truncateSync } from 'node:fs';
+import { writeGgufFile, type GgufFile, type GgufTensor, type GgufWriteTensor, type GgufWriteValue } from '../../lib/index.js';
 import { readJson, sharedPath } from './shared.js';
 
 let sizes: Record<string, number> | undefined;
@@ -13,5 +14,30 @@ export function remakeMemoryModel(model: string, path: string): string {
   if (size === undefined) throw new Error(`${model} is not in ../shared/memory/sizes.json`);
   copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
   truncateSync(path, size);
+  return path;
+}
+
+/**
+ * `file`'s header written again at `path` with changes: its metadata (less the vocabulary, which
+ * the estimates do not read) with `metadata` over it, and its tensors as `tensor` makes them (by
+ * default, as they are), data left as zeros. Returns `path`.
+ */
+export function rewriteModel(
+  file: GgufFile,
+  path: string,
+  changes: { metadata?: Record<string, GgufWriteValue>; tensor?: (t: GgufTensor) => GgufWriteTensor } = {},
+): string {
+  const metadata: Record<string, GgufWriteValue> = {};
+  for (const key of file.metadata.keys()) {
+    if (key.startsWith('tokenizer.ggml.')) continue;
+    const type = file.metadata.type(key)!;
+    if (type === 'ARRAY') {
+      const array = file.metadata.array(key)!;
+      metadata[key] = { type: 'ARRAY', arrayType: array.elementType, value: array.toArray() as never };
+    } else metadata[key] = { type, value: file.metadata.get(key) } as GgufWriteValue;
+  }
+  Object.assign(metadata, changes.metadata);
+  const tensors = file.tensors.map((t) => changes.tensor?.(t) ?? { name: t.name, type: t.ggmlType.name, shape: [...t.shape] });
+  writeGgufFile(path, { metadata, tensors });
   return path;
 }
