@@ -5,7 +5,7 @@
  * holds (activations, inputs, host weights and cache the GPU reads), and the bytes each backend's
  * compute buffer must have. The CPU backend's buffer is pinned host memory (CUDA_Host).
  */
-import { DynamicAllocator, type GraphTensor } from './graph-allocator.js';
+import { DynamicAllocator, freeFinishedSources, type GraphTensor } from './graph-allocator.js';
 import type { ComputeGraph } from './compute-graph.js';
 
 export const GPU = 0;
@@ -285,18 +285,7 @@ function allocate(leafs: readonly Tensor[], nodes: readonly Tensor[]): [number, 
   for (const node of nodes) {
     for (const src of node.srcs) allocateNode(src, node.backend);
     allocateNode(node, node.backend);
-    for (const parent of node.srcs) {
-      const p = get(parent);
-      p.children--;
-      if (p.children !== 0 || p.views !== 0) continue;
-      if (parent.viewOf !== undefined) {
-        const v = get(parent.viewOf);
-        v.views--;
-        if (v.views === 0 && v.children === 0 && v.allocated) release(parent.viewOf);
-      } else if (p.allocated) {
-        release(parent);
-      }
-    }
+    freeFinishedSources(node, get, release);
   }
   return [heaps[GPU]!.maxSize, heaps[HOST]!.maxSize];
 }

@@ -229,18 +229,38 @@ export function allocateGraph(
     const node = nodes[i]!;
     for (const src of node.srcs) allocate(src);
     allocate(node);
-    for (const parent of node.srcs) {
-      const p = get(parent);
-      p.children--;
-      if (p.children !== 0 || p.views !== 0) continue;
-      if (parent.viewOf !== undefined) {
-        const v = get(parent.viewOf);
-        v.views--;
-        if (v.views === 0 && v.children === 0 && v.allocated) release(parent.viewOf);
-      } else if (p.allocated) {
-        release(parent);
-      }
-    }
+    freeFinishedSources(node, get, release);
   }
   return heap.maxSize;
+}
+
+/** What the allocator keeps per tensor that freeing reads: readers and views still to come. */
+export interface ReaderCounts {
+  children: number;
+  views: number;
+  allocated: boolean;
+}
+
+/**
+ * After `node` has run (ggml_gallocr_alloc_graph_impl): each source it was the last reader of is
+ * freed, a view's through the tensor it views once that has no reader or view left. Shared by the
+ * CPU allocator and the GPU scheduler's per-backend replay.
+ */
+export function freeFinishedSources<T extends { readonly srcs: readonly T[]; readonly viewOf?: T | undefined }>(
+  node: T,
+  get: (t: T) => ReaderCounts,
+  release: (t: T) => void,
+): void {
+  for (const parent of node.srcs) {
+    const p = get(parent);
+    p.children--;
+    if (p.children !== 0 || p.views !== 0) continue;
+    if (parent.viewOf !== undefined) {
+      const v = get(parent.viewOf);
+      v.views--;
+      if (v.views === 0 && v.children === 0 && v.allocated) release(parent.viewOf);
+    } else if (p.allocated) {
+      release(parent);
+    }
+  }
 }
