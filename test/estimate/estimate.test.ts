@@ -2,13 +2,13 @@
 // model remade as its header followed by zeros (a sparse file), as the estimate reads only the header.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, GgufError, largestContext, openGguf, parseGguf, type GgufFile } from '../../lib/index.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
 import { graphModelled } from '../../lib/estimate/compute.js';
 import { readModelShape } from '../../lib/estimate/model-shape.js';
-import { remakeMemoryModel, rewriteModel } from '../helpers/memory-models.js';
+import { memoryModelOpener, rewriteModel } from '../helpers/memory-models.js';
 
 interface Row {
   model: string;
@@ -36,22 +36,8 @@ const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 
 describe.skipIf(SKIP_SHARED)('estimateMemory against llama.cpp v0.5.0', () => {
   const rows = SKIP_SHARED ? [] : readJson<Row[]>(sharedPath('memory', 'expected.json'));
   const dir = tempDir('gguf-mmap-estimate-');
-  const opened = new Map<string, GgufFile>();
-  const open = (model: string): GgufFile => {
-    let file = opened.get(model);
-    if (file === undefined) {
-      const path = join(dir, model);
-      remakeMemoryModel(model, path);
-      file = openGguf(path);
-      opened.set(model, file);
-    }
-    return file;
-  };
+  const open = memoryModelOpener(dir);
   const models = [...new Set(rows.map((r) => r.model))];
-  // Closed before the folder is removed (Windows cannot delete a mapped file).
-  afterAll(() => {
-    for (const file of opened.values()) file.close();
-  });
 
   it('covers the 44 recorded models', () => {
     expect(models.length).toBe(44);

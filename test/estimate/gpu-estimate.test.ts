@@ -3,12 +3,12 @@
 // each model remade as its header followed by zeros (a sparse file).
 import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeGguf, estimateMemory, fitGpuLayers, largestContext, openGguf, parseGguf, writeGgufFile, type GgufFile } from '../../lib/index.js';
 import { MODEL_SHAPES, modelShapeSpec } from '../../scripts/model-shapes.js';
 import { readJson, sharedPath, SKIP_SHARED } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tmp.js';
-import { remakeMemoryModel } from '../helpers/memory-models.js';
+import { memoryModelOpener } from '../helpers/memory-models.js';
 
 type BufferName = 'CUDA0' | 'CUDA_Host' | 'CPU';
 interface GpuRow {
@@ -26,21 +26,7 @@ const rel = (actual: number, expected: number) => (expected === 0 ? (actual === 
 describe.skipIf(SKIP_SHARED)('estimateMemory with a CUDA device against llama.cpp v0.5.0', () => {
   const rows = SKIP_SHARED ? [] : readJson<GpuRow[]>(sharedPath('memory', 'gpu-expected.json'));
   const dir = tempDir('gguf-mmap-gpu-estimate-');
-  const opened = new Map<string, GgufFile>();
-  const open = (model: string): GgufFile => {
-    let file = opened.get(model);
-    if (file === undefined) {
-      const path = join(dir, model);
-      remakeMemoryModel(model, path);
-      file = openGguf(path);
-      opened.set(model, file);
-    }
-    return file;
-  };
-  // Closed before the folder is removed (Windows cannot delete a mapped file).
-  afterAll(() => {
-    for (const file of opened.values()) file.close();
-  });
+  const open = memoryModelOpener(dir);
   const estimate = (row: GpuRow) => estimateMemory(open(row.model), { ...row.settings, gpu: 'cuda', gpuLayers: row.gpuLayers });
 
   it('covers 463 settings of the 44 models, the 8B shape at 0, 8, 16, 24 and all layers', () => {

@@ -1,5 +1,7 @@
 import { copyFileSync, truncateSync } from 'node:fs';
-import { writeGgufFile, type GgufFile, type GgufTensor, type GgufWriteTensor, type GgufWriteValue } from '../../lib/index.js';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { openGguf, writeGgufFile, type GgufFile, type GgufTensor, type GgufWriteTensor, type GgufWriteValue } from '../../lib/index.js';
 import { readJson, sharedPath } from './shared.js';
 
 let sizes: Record<string, number> | undefined;
@@ -15,6 +17,25 @@ export function remakeMemoryModel(model: string, path: string): string {
   copyFileSync(sharedPath('memory', 'headers', `${model}.head`), path);
   truncateSync(path, size);
   return path;
+}
+
+/**
+ * Models of ../shared/memory opened on demand, each remade once in `dir`, all closed after the
+ * calling suite (before its folder is removed: Windows cannot delete a mapped file).
+ */
+export function memoryModelOpener(dir: string): (model: string) => GgufFile {
+  const opened = new Map<string, GgufFile>();
+  afterAll(() => {
+    for (const file of opened.values()) file.close();
+  });
+  return (model) => {
+    let file = opened.get(model);
+    if (file === undefined) {
+      file = openGguf(remakeMemoryModel(model, join(dir, model)));
+      opened.set(model, file);
+    }
+    return file;
+  };
 }
 
 /**
